@@ -1,0 +1,101 @@
+"""Config validation: a bad config is rejected before anything starts, naming the key and the fix."""
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+import favorconf
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def smoke():
+    return yaml.safe_load((REPO / "config" / "smoke.yaml").read_text())
+
+
+@pytest.mark.parametrize("name", ["smoke", "quick", "paper"])
+def test_shipped_configs_are_valid(name):
+    cfg = favorconf.load(REPO / "config" / f"{name}.yaml")
+    assert cfg["name"] == name
+    assert favorconf.runs(cfg)
+
+
+def test_quick_covers_all_ten_loads_for_both_aqms():
+    cfg = favorconf.load(REPO / "config" / "quick.yaml")
+    runs = favorconf.runs(cfg)
+    assert sorted({r.load for r in runs}) == pytest.approx([0.05 + 0.1 * i for i in range(10)])
+    assert {r.aqm for r in runs} == {"droptail", "favor"}
+    assert len(runs) == 20
+
+
+@pytest.mark.parametrize("mutate, words", [
+    (lambda c: c.update(lods=[0.5]), ["unknown key 'lods'", "loads"]),
+    (lambda c: c["topology"].update(bufer_pkts=8), ["unknown key 'bufer_pkts'", "topology", "buffer_pkts"]),
+    (lambda c: c.update(aqms=["droptail", "favr"]), ["'favr' is not a known AQM", "config/aqms.yaml"]),
+    (lambda c: c.update(loads=[0.5, -0.1]), ["loads/1", "-0.1"]),
+    (lambda c: c.update(tcp_profile="newreno"), ["tcp_profile", "'newreno'"]),
+    (lambda c: c.pop("seed"), ["'seed' is a required property"]),
+    (lambda c: c.update(warmup_s=30, duration_s=20), ["warmup_s (30) must be below duration_s (20)"]),
+    (lambda c: c.update(sizes={"distribution": "bounded_pareto", "shape": 1.3, "mean_pkts": 30}),
+     ["needs 'max_pkts'"]),
+    (lambda c: c.update(testbed={"kind": "ssh"}), ["kind 'ssh' needs 'inventory'", "needs 'host'"]),
+    (lambda c: c["topology"].update(central_delay_ms=5), ["central_delay_ms"]),
+])
+def test_bad_config_names_key_and_fix(mutate, words):
+    cfg = smoke()
+    mutate(cfg)
+    with pytest.raises(favorconf.ConfigError) as e:
+        favorconf.validate(cfg, "my.yaml")
+    msg = str(e.value)
+    assert "my.yaml" in msg and "Fix:" in msg
+    for w in words:
+        assert w in msg
+
+
+def test_schedule_shared_across_aqms_and_iw_but_not_loads():
+    cfg = favorconf.validate(dict(smoke(), iw=[2, 10], loads=[0.25, 0.75]))
+    runs = favorconf.runs(cfg)
+    by_sched = {}
+    for r in runs:
+        by_sched.setdefault(r.schedule_id, set()).add((r.aqm, r.iw))
+        # the seed of a schedule depends only on (load, replication)
+    assert len(by_sched) == 2
+    assert all(len(v) == 4 for v in by_sched.values())
+    seeds = {r.schedule_id: favorconf.schedule_seed(cfg, r) for r in runs}
+    assert len(set(seeds.values())) == 2
+
+
+def test_run_spec_maps_aqm_names_to_qdiscs():
+    cfg = favorconf.load(REPO / "config" / "smoke.yaml")
+    run = next(r for r in favorconf.runs(cfg) if r.aqm == "favor")
+    spec = favorconf.run_spec(cfg, run)
+    assert spec["aqm"]["forward"] == {"kind": "favor", "args": ["limit", "8"]}
+    assert spec["aqm"]["reverse"] == {"kind": "pfifo", "args": ["limit", "8"]}
+    assert spec["tcp"]["iw"] == 2 and spec["tcp"]["sack"] is False and spec["tcp"]["initial_rto_ms"] == 3000
+    assert spec["run_id"] == "dumbbell-10M_favor_load0.75_iw2_rep0"
+
+
+def test_snakemake_rejects_bad_config_before_any_job(tmp_path):
+    bad = smoke()
+    bad["aqms"] = ["droptail", "favr"]
+    bad["name"] = "bad-config-test"
+    p = tmp_path / "bad.yaml"
+    p.write_text(yaml.safe_dump(bad))
+    r = subprocess.run([sys.executable, "-m", "snakemake", "-n", "--configfile", str(p), "--cores", "1"],
+                       cwd=REPO, capture_output=True, text=True, timeout=120)
+    assert r.returncode != 0
+    assert "'favr' is not a known AQM" in r.stderr + r.stdout
+    assert not (REPO / "results" / "bad-config-test").exists()
+
+
+def test_snakemake_plans_the_whole_matrix():
+    r = subprocess.run([sys.executable, "-m", "snakemake", "-n", "--configfile", "config/quick.yaml",
+                        "--cores", "1", "--quiet", "rules"], cwd=REPO, capture_output=True, text=True,
+                       timeout=120)
+    assert r.returncode == 0, r.stderr
+    out = r.stdout + r.stderr
+    # 10 schedules (one per load), 20 runs, 20 extractions, figures, report, all
+    for rule, n in [("schedule", 10), ("run", 20), ("extract", 20), ("figures", 1), ("report", 1)]:
+        assert any(line.split()[:2] == [rule, str(n)] for line in out.splitlines()), (rule, out)

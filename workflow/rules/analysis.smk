@@ -1,0 +1,36 @@
+# Analysis reads only run directories (docs/contracts.md): extraction per run, then the R metrics and
+# figures over all runs of the config, then the verdict table and the report.
+
+rule extract:
+    input:
+        f"{RESULTS}/runs/{{run_id}}",
+    output:
+        flows=f"{RESULTS}/tables/{{run_id}}/flows.csv",
+        run=f"{RESULTS}/tables/{{run_id}}/run.csv",
+    log:
+        f"{RESULTS}/logs/extract-{{run_id}}.log",
+    shell:
+        "{PY} -m analysis.extract --run {input} --out $(dirname {output.flows}) > {log} 2>&1"
+
+
+rule figures:
+    input:
+        expand(f"{RESULTS}/tables/{{run_id}}/flows.csv", run_id=sorted(RUNS)),
+    output:
+        directory(f"{RESULTS}/figures"),
+    log:
+        f"{RESULTS}/logs/figures.log",
+    shell:
+        "Rscript analysis/R/figures.R --tables {RESULTS}/tables --out {output} > {log} 2>&1"
+
+
+rule report:
+    input:
+        figures=f"{RESULTS}/figures",
+        runs=expand(f"{RESULTS}/runs/{{run_id}}", run_id=sorted(RUNS)),
+    output:
+        report=REPORT,
+    log:
+        f"{RESULTS}/logs/report.log",
+    shell:
+        "{PY} -m analysis.report --results {RESULTS} --out {output.report} > {log} 2>&1"

@@ -1,0 +1,28 @@
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(workflow.basedir) / "workflow" / "scripts"))
+import favorconf  # noqa: E402
+
+_sources = [str(p) for p in getattr(workflow, "overwrite_configfiles", [])] or ["config"]
+try:
+    CFG = favorconf.validate(dict(config), ", ".join(_sources))
+except favorconf.ConfigError as _e:
+    # Stop before any experiment starts; the message names the key and the fix.
+    sys.stderr.write(f"favorlab: invalid configuration\n{_e}\n")
+    sys.exit(2)
+
+NAME = CFG["name"]
+RESULTS = f"results/{NAME}"
+BNECK = CFG["topology"]["bottleneck_mbps"]
+RUNS = {r.run_id(BNECK): r for r in favorconf.runs(CFG)}
+PY = sys.executable
+REPORT = f"{RESULTS}/report.html"
+
+wildcard_constraints:
+    run_id="[A-Za-z0-9.-]+_[a-z0-9_]+_load[0-9.]+_iw[0-9]+_rep[0-9]+",
+    sched="load[0-9.]+_rep[0-9]+",
+
+
+def schedule_of(run_id):
+    return f"{RESULTS}/schedules/{RUNS[run_id].schedule_id}.csv"

@@ -1,0 +1,39 @@
+# Runs execute one at a time per testbed (resource `testbed`); each brings back a complete run
+# directory or nothing: the runner works in <run_id>.partial and renames it only when DONE is written,
+# so an interrupted pipeline resumes without redoing finished runs or counting half-finished ones.
+import json
+
+
+def _spec(wc):
+    return favorconf.run_spec(CFG, RUNS[wc.run_id])
+
+
+rule run:
+    input:
+        schedule=lambda wc: schedule_of(wc.run_id),
+    output:
+        directory(f"{RESULTS}/runs/{{run_id}}"),
+    params:
+        spec=_spec,
+        testbed=CFG["testbed"],
+    resources:
+        testbed=1,
+    log:
+        f"{RESULTS}/logs/run-{{run_id}}.log",
+    run:
+        spec_dir = Path(f"{RESULTS}/specs/{wildcards.run_id}")
+        spec_dir.mkdir(parents=True, exist_ok=True)
+        (spec_dir / "run.json").write_text(json.dumps(params.spec, indent=2) + "\n")
+        shell(
+            "{PY} workflow/scripts/run_one.py --testbed '{tb}' --spec {spec} --schedule {input.schedule}"
+            " --run-dir {output} 2>&1 | tee -a {log}; exit ${{PIPESTATUS[0]}}",
+            tb=json.dumps(params.testbed), spec=spec_dir / "run.json",
+        )
+
+
+onsuccess:
+    shell("{PY} workflow/scripts/testbed_ctl.py down --testbed '{tb}' || true", tb=json.dumps(CFG["testbed"]))
+
+
+onerror:
+    shell("{PY} workflow/scripts/testbed_ctl.py down --testbed '{tb}' || true", tb=json.dumps(CFG["testbed"]))

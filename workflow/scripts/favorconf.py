@@ -1,0 +1,212 @@
+"""Experiment configuration: loading, validation, and expansion into runs.
+
+The Snakefile and the tests use this module; nothing else reads config/*.yaml. A config is rejected
+before any experiment starts, with a message that names the key, what is wrong and how to fix it.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+import jsonschema
+import yaml
+
+REPO = Path(__file__).resolve().parents[2]
+SCHEMA_PATH = REPO / "config" / "schema" / "config.schema.yaml"
+AQMS_PATH = REPO / "config" / "aqms.yaml"
+
+DEFAULTS = {
+    "reverse_load": 0.1,
+    "drain_s": 20,
+    "capture": {"snaplen": 128},
+    "trace_favor": True,
+}
+TOPOLOGY_DEFAULTS = {
+    "left_delays_ms": [0, 12, 25],
+    "right_delays_ms": [2, 37, 75],
+    "central_delay_ms": 0,
+    "mtu": 1500,
+}
+
+# TCP profiles (design.md): `paper` is as close to ns-2 NewReno as Linux allows, `linux` keeps the
+# kernel's defaults. The runner applies these per host network namespace.
+TCP_PROFILES = {
+    "paper": {"congestion_control": "reno", "sack": False, "timestamps": False, "delayed_ack": False,
+              "tlp": False, "rack": False, "initial_rto_ms": 3000, "ecn": False},
+    "linux": {"congestion_control": "cubic", "sack": True, "timestamps": True, "delayed_ack": True,
+              "tlp": True, "rack": True, "initial_rto_ms": None, "ecn": False},
+}
+
+
+class ConfigError(ValueError):
+    """A configuration that must not start: the message says what and how to fix it."""
+
+
+@dataclass(frozen=True)
+class Run:
+    config_name: str
+    scenario: str
+    aqm: str
+    load: float
+    iw: int
+    replication: int
+
+    @property
+    def schedule_id(self) -> str:
+        # The schedule does not depend on the AQM or the initial window: every AQM (and IW) of a
+        # comparison replays the same flows, so flows can be paired (Delta_i, F10).
+        return f"load{self.load:.2f}_rep{self.replication}"
+
+    def run_id(self, bottleneck_mbps: float) -> str:
+        return (f"{self.scenario}-{bottleneck_mbps:g}M_{self.aqm}_load{self.load:.2f}"
+                f"_iw{self.iw}_rep{self.replication}")
+
+
+def load_aqms(path: Path = AQMS_PATH) -> dict:
+    with open(path) as f:
+        return yaml.safe_load(f)
+
+
+def _schema_error_message(source: str, err: jsonschema.ValidationError) -> str:
+    where = "/".join(str(p) for p in err.absolute_path) or "(top level)"
+    if err.validator == "additionalProperties":
+        allowed = sorted(err.schema.get("properties", {}))
+        extra = sorted(set(err.instance) - set(allowed)) if isinstance(err.instance, dict) else []
+        return (f"{source}: unknown key {', '.join(map(repr, extra))} at {where}. "
+                f"Fix: remove it or use one of: {', '.join(allowed)}.")
+    if err.validator == "required":
+        return f"{source}: {err.message} at {where}. Fix: add that key (see config/quick.yaml for an example)."
+    hint = err.schema.get("description", "")
+    return (f"{source}: {where}: {err.message}."
+            + (f" ({hint})" if hint else "")
+            + " Fix: change that value (config/schema/config.schema.yaml states what is allowed).")
+
+
+def validate(config: dict, source: str = "config") -> dict:
+    """Validate a config dict; return it with defaults filled in. Raises ConfigError."""
+    if not isinstance(config, dict):
+        raise ConfigError(f"{source}: expected a YAML mapping at the top, got {type(config).__name__}.")
+    with open(SCHEMA_PATH) as f:
+        schema = yaml.safe_load(f)
+    errors = sorted(jsonschema.Draft202012Validator(schema).iter_errors(config),
+                    key=lambda e: list(map(str, e.absolute_path)))
+    if errors:
+        raise ConfigError("\n".join(_schema_error_message(source, e) for e in errors))
+
+    cfg = json.loads(json.dumps(config))  # deep copy
+    for k, v in DEFAULTS.items():
+        cfg.setdefault(k, v)
+    for k, v in TOPOLOGY_DEFAULTS.items():
+        cfg["topology"].setdefault(k, v)
+    cfg["topology"].setdefault("reverse_buffer_pkts", cfg["topology"]["buffer_pkts"])
+
+    problems = []
+    known = load_aqms()
+    for i, name in enumerate(cfg["aqms"]):
+        if name not in known:
+            problems.append(f"{source}: aqms/{i}: {name!r} is not a known AQM. Fix: use one of "
+                            f"{', '.join(sorted(known))}, or add an entry to config/aqms.yaml.")
+    if cfg["warmup_s"] >= cfg["duration_s"]:
+        problems.append(f"{source}: warmup_s ({cfg['warmup_s']}) must be below duration_s "
+                        f"({cfg['duration_s']}). Fix: lower warmup_s or raise duration_s.")
+    sizes = cfg["sizes"]
+    need = {"pareto": ["shape", "mean_pkts"], "lomax": ["shape", "mean_pkts"],
+            "bounded_pareto": ["shape", "mean_pkts", "max_pkts"], "exponential": ["mean_pkts"]}
+    for key in need[sizes["distribution"]]:
+        if key not in sizes:
+            problems.append(f"{source}: sizes: distribution {sizes['distribution']!r} needs {key!r}. "
+                            f"Fix: add sizes.{key}.")
+    tb = cfg["testbed"]
+    if tb["kind"] == "ssh":
+        for key in ("inventory", "host"):
+            if key not in tb:
+                problems.append(f"{source}: testbed: kind 'ssh' needs {key!r}. Fix: add testbed.{key} "
+                                f"(see ansible/inventories/ssh-hosts/).")
+        if "inventory" in tb and not (REPO / tb["inventory"]).exists() and not Path(tb["inventory"]).exists():
+            problems.append(f"{source}: testbed.inventory {tb['inventory']!r} does not exist. "
+                            f"Fix: point it at an inventory file.")
+    else:
+        tb.setdefault("vm_name", "favorlab")
+    if problems:
+        raise ConfigError("\n".join(problems))
+    return cfg
+
+
+def load(path: str | Path) -> dict:
+    path = Path(path)
+    if not path.exists():
+        raise ConfigError(f"{path}: no such config file. Fix: pick one of config/smoke.yaml, "
+                          f"config/quick.yaml, config/paper.yaml or write your own.")
+    try:
+        with open(path) as f:
+            raw = yaml.safe_load(f)
+    except yaml.YAMLError as e:
+        raise ConfigError(f"{path}: not valid YAML: {e}") from e
+    return validate(raw, str(path))
+
+
+def runs(cfg: dict) -> list[Run]:
+    return [Run(cfg["name"], cfg["scenario"], aqm, float(load), int(iw), rep)
+            for load in cfg["loads"] for iw in cfg["iw"] for rep in range(cfg["replications"])
+            for aqm in cfg["aqms"]]
+
+
+def schedule_seed(cfg: dict, run: Run) -> int:
+    """A seed per (load, replication), derived from the config's seed: stable and independent of AQM/IW."""
+    h = hashlib.sha256(f"{cfg['seed']}|{run.load:.4f}|{run.replication}".encode()).digest()
+    return int.from_bytes(h[:4], "big")
+
+
+def _aqm_args(args: list, topo: dict) -> list[str]:
+    b = topo["buffer_pkts"]
+    fields = dict(topo, buffer_pkts_third=max(1, b // 3), buffer_pkts_two_thirds=max(2, (2 * b) // 3))
+    return [str(a).format(**fields) for a in args]
+
+
+def aqm_setup(name: str, topo: dict) -> dict:
+    entry = load_aqms()[name]
+    return {"name": name, "paper_name": entry.get("paper_name", name),
+            "forward": {"kind": entry["forward"]["kind"], "args": _aqm_args(entry["forward"]["args"], topo)},
+            "reverse": {"kind": entry["reverse"]["kind"], "args": _aqm_args(entry["reverse"]["args"], topo)}}
+
+
+def run_spec(cfg: dict, run: Run) -> dict:
+    """The resolved run.json of docs/contracts.md for one run."""
+    topo = dict(cfg["topology"], kind=cfg["scenario"])
+    return {
+        "run_id": run.run_id(topo["bottleneck_mbps"]),
+        "config_name": cfg["name"],
+        "scenario": cfg["scenario"],
+        "topology": topo,
+        "aqm": aqm_setup(run.aqm, topo),
+        "tcp": dict(TCP_PROFILES[cfg["tcp_profile"]], profile=cfg["tcp_profile"], iw=run.iw),
+        "load": run.load,
+        "reverse_load": cfg["reverse_load"],
+        "replication": run.replication,
+        "seed": schedule_seed(cfg, run),
+        "duration_s": cfg["duration_s"],
+        "warmup_s": cfg["warmup_s"],
+        "drain_s": cfg["drain_s"],
+        "schedule": "schedule.csv",
+        "sizes": cfg["sizes"],
+        "capture": {"snaplen": cfg["capture"]["snaplen"], "points": ["senders", "bneck-in", "bneck-out"]},
+        "trace_favor": bool(cfg["trace_favor"]),
+    }
+
+
+def sizes_arg(sizes: dict) -> str:
+    """The --sizes argument of `python -m workloads.schedule` for a config's size distribution."""
+    params = ",".join(f"{k}={v}" for k, v in sizes.items() if k != "distribution")
+    return f"{sizes['distribution']}:{params}" if params else sizes["distribution"]
+
+
+if __name__ == "__main__":  # `python workflow/scripts/favorconf.py config/x.yaml`: validate and list runs
+    import sys
+    try:
+        c = load(sys.argv[1])
+    except ConfigError as e:
+        sys.exit(str(e))
+    for r in runs(c):
+        print(r.run_id(c["topology"]["bottleneck_mbps"]))
