@@ -1,0 +1,156 @@
+"""Controller side of one run: push the run spec to a testbed host, run it there, pull the run back.
+
+    python -m testbed.remote --ssh-host 127.0.0.1 --ssh-port P --ssh-key K --ssh-user root \\
+        [--known-hosts F] --spec run.json --schedule schedule.csv --run-dir results/<cfg>/runs/<run_id>
+    python -m testbed.remote --vm NAME --spec ... --schedule ... --run-dir ...
+
+Works in <run-dir>.partial (a leftover one from an interrupted attempt is removed first) and renames it
+to <run-dir> only when DONE came back, so an interrupted run never looks finished. On failure it exits
+non-zero and <run-dir> does not exist. Without --spec/--schedule, run.json and schedule.csv are taken
+from <run-dir>.partial if an earlier step put them there.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shlex
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+REMOTE_ROOT = "/var/lib/favorlab/runs"
+REMOTE_REPO = "/opt/favorlab"
+
+
+class RemoteError(RuntimeError):
+    pass
+
+
+def partial_of(run_dir: Path) -> Path:
+    return run_dir.with_name(run_dir.name + ".partial")
+
+
+def prepare_partial(run_dir: Path, spec: Path | None, schedule: Path | None) -> Path:
+    """Fresh <run-dir>.partial holding run.json and schedule.csv; refuses to overwrite a finished run."""
+    if run_dir.exists():
+        raise RemoteError(f"{run_dir} already exists (a finished run); delete it to run it again")
+    part = partial_of(run_dir)
+    keep = {}
+    for name, src in (("run.json", spec), ("schedule.csv", schedule)):
+        src = src or part / name
+        if not src.is_file():
+            raise RemoteError(f"{name} not found (give --{'spec' if name == 'run.json' else 'schedule'})")
+        keep[name] = src.read_bytes()
+    if part.exists():
+        shutil.rmtree(part)
+    part.mkdir(parents=True)
+    for name, data in keep.items():
+        (part / name).write_bytes(data)
+    return part
+
+
+def finalize(run_dir: Path) -> Path:
+    """Atomically rename <run-dir>.partial to <run-dir> if DONE is there."""
+    part = partial_of(run_dir)
+    if not (part / "DONE").is_file():
+        raise RemoteError(f"{part} has no DONE: the run did not complete (see {part}/log/runner.log)")
+    os.replace(part, run_dir)
+    return run_dir
+
+
+def vm_target(name: str) -> dict:
+    cache = Path(os.environ.get("FAVORLAB_CACHE", Path.home() / ".cache" / "favorlab"))
+    state = cache / "vm" / "run" / name / "state.json"
+    if not state.is_file():
+        raise RemoteError(f"VM {name}: {state} not found; start it with testbed/vm/favorvm start --name {name}")
+    s = json.loads(state.read_text())
+    try:
+        return {"host": s.get("ssh_host", "127.0.0.1"), "port": int(s["ssh_port"]), "user": s.get("ssh_user", "root"),
+                "key": s.get("ssh_key"), "known_hosts": s.get("known_hosts")}
+    except KeyError as e:
+        raise RemoteError(f"{state} lacks {e}; is it a favorvm state file?") from None
+
+
+class Ssh:
+    def __init__(self, host, port, user, key=None, known_hosts=None):
+        self.dest = f"{user}@{host}"
+        opts = ["-p", str(port), "-o", "BatchMode=yes", "-o", "ServerAliveInterval=15", "-o", "ConnectTimeout=20"]
+        if key:
+            opts += ["-i", str(key), "-o", "IdentitiesOnly=yes"]
+        if known_hosts:
+            opts += ["-o", f"UserKnownHostsFile={known_hosts}", "-o", "StrictHostKeyChecking=yes"]
+        else:
+            opts += ["-o", "StrictHostKeyChecking=accept-new"]
+        self.opts = opts
+
+    def ssh_cmd(self) -> str:
+        return "ssh " + " ".join(shlex.quote(o) for o in self.opts)
+
+    def run(self, cmd: str, stream=False) -> int:
+        argv = ["ssh", *self.opts, self.dest, cmd]
+        if stream:
+            p = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+            for line in p.stdout:
+                print(f"  | {line}", end="", flush=True)
+            return p.wait()
+        return subprocess.run(argv).returncode
+
+    def rsync(self, src: str, dst: str) -> None:
+        p = subprocess.run(["rsync", "-a", "--partial", "-e", self.ssh_cmd(), src, dst],
+                           capture_output=True, text=True)
+        if p.returncode:
+            raise RemoteError(f"rsync {src} -> {dst} failed: {p.stderr.strip()}")
+
+
+def execute(ssh: Ssh, run_dir: Path, spec: Path | None, schedule: Path | None) -> Path:
+    part = prepare_partial(run_dir, spec, schedule)
+    run_id = json.loads((part / "run.json").read_text()).get("run_id") or run_dir.name
+    remote = f"{REMOTE_ROOT}/{run_id}"
+    print(f"remote: {run_id} -> {ssh.dest}:{remote}", flush=True)
+    if ssh.run(f"rm -rf {shlex.quote(remote)} && mkdir -p {shlex.quote(remote)}"):
+        raise RemoteError(f"cannot create {remote} on {ssh.dest} (is the host reachable and provisioned?)")
+    ssh.rsync(f"{part}/run.json", f"{ssh.dest}:{remote}/")
+    ssh.rsync(f"{part}/schedule.csv", f"{ssh.dest}:{remote}/")
+    rc = ssh.run(f"cd {REMOTE_REPO} && python3 -m testbed.runner --run-dir {shlex.quote(remote)}", stream=True)
+    ssh.rsync(f"{ssh.dest}:{remote}/", f"{part}/")
+    if rc:
+        raise RemoteError(f"the runner on {ssh.dest} exited with {rc}; its log is {part}/log/runner.log")
+    finalize(run_dir)
+    ssh.run(f"rm -rf {shlex.quote(remote)}")
+    return run_dir
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m testbed.remote", description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--vm", help="favorvm name: read SSH coordinates from its state.json")
+    ap.add_argument("--ssh-host")
+    ap.add_argument("--ssh-port", type=int, default=22)
+    ap.add_argument("--ssh-user", default="root")
+    ap.add_argument("--ssh-key")
+    ap.add_argument("--known-hosts")
+    ap.add_argument("--spec", type=Path)
+    ap.add_argument("--schedule", type=Path)
+    ap.add_argument("--run-dir", required=True, type=Path)
+    a = ap.parse_args(argv)
+    try:
+        if a.vm:
+            t = vm_target(a.vm)
+        elif a.ssh_host:
+            t = {"host": a.ssh_host, "port": a.ssh_port, "user": a.ssh_user, "key": a.ssh_key,
+                 "known_hosts": a.known_hosts}
+        else:
+            raise RemoteError("give --vm NAME or --ssh-host HOST")
+        run_dir = a.run_dir.resolve()
+        execute(Ssh(**t), run_dir, a.spec, a.schedule)
+    except RemoteError as e:
+        print(f"remote: {e}", file=sys.stderr)
+        return 1
+    print(f"remote: done: {run_dir}", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

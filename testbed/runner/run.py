@@ -1,0 +1,440 @@
+"""Execute ONE run on a testbed host (as root, inside the guest): run.json + schedule.csv in, the whole
+run directory of docs/contracts.md out, DONE last. Everything is torn down even on error."""
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import platform
+import re
+import signal
+import subprocess
+import sys
+import threading
+import time
+from datetime import datetime, timezone
+from pathlib import Path
+
+from testbed.runner import spec as specmod
+
+REPO = Path(__file__).resolve().parents[2]
+FAVOR_TRACE = Path("/opt/favorlab/qdisc/tools/favor_trace.py")
+CPU_BUSY_LIMIT = 0.90     # a run whose guest CPU is busier than this ...
+CPU_BUSY_SUSTAINED = 0.10  # ... for more than this share of its samples is invalid
+RTT_TOLERANCE_MS = 3.0
+RATE_MIN_SHARE = 0.90
+
+
+class Log:
+    def __init__(self, path: Path):
+        path.parent.mkdir(parents=True, exist_ok=True)
+        self.f = path.open("a")
+
+    def __call__(self, msg: str) -> None:
+        line = f"{datetime.now(timezone.utc).isoformat(timespec='milliseconds')} {msg}"
+        self.f.write(line + "\n")
+        self.f.flush()
+        print(line, flush=True)
+
+
+def utc() -> str:
+    return datetime.now(timezone.utc).isoformat(timespec="seconds")
+
+
+def sha256(p: Path) -> str:
+    return hashlib.sha256(p.read_bytes()).hexdigest()
+
+
+def out(argv, node=None, check=False, env=None) -> str:
+    prefix = [] if node is None else ["mnexec", "-a", str(node.pid)]
+    try:
+        p = subprocess.run(prefix + list(argv), capture_output=True, text=True, env=env, timeout=120)
+    except FileNotFoundError as e:
+        if check:
+            raise
+        return f"(not available: {e})"
+    if check and p.returncode:
+        raise RuntimeError(f"{' '.join(argv)} failed: {p.stderr.strip()}")
+    return p.stdout if p.returncode == 0 else (p.stdout + p.stderr)
+
+
+def popen(argv, node=None, **kw) -> subprocess.Popen:
+    prefix = [] if node is None else ["mnexec", "-a", str(node.pid)]
+    return subprocess.Popen(prefix + list(argv), start_new_session=True, **kw)
+
+
+def stop(p: subprocess.Popen, sig=signal.SIGTERM, wait=10.0) -> int | None:
+    """Stop one process we started, by its PID (its own session, so its children go too)."""
+    if p.poll() is None:
+        try:
+            os.killpg(p.pid, sig)
+            return p.wait(timeout=wait)
+        except (ProcessLookupError, subprocess.TimeoutExpired):
+            try:
+                os.killpg(p.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+            return p.wait()
+    return p.returncode
+
+
+# ---------------------------------------------------------------- TCP profile
+
+def tcp_sysctls(tcp: dict) -> dict:
+    """The per-netns sysctls of run.json "tcp" (linux profile: kernel defaults except no metrics cache)."""
+    s = {"net.ipv4.tcp_no_metrics_save": 1}  # no cached ssthresh/RTT between flows of one host pair
+    if tcp["profile"] == "linux":
+        return s
+    s.update({
+        "net.ipv4.tcp_congestion_control": tcp["congestion_control"],
+        "net.ipv4.tcp_sack": int(bool(tcp.get("sack"))),
+        "net.ipv4.tcp_timestamps": int(bool(tcp.get("timestamps"))),
+        "net.ipv4.tcp_early_retrans": 3 if tcp.get("tlp") else 0,   # 0 = no TLP
+        "net.ipv4.tcp_recovery": 1 if tcp.get("rack") else 0,       # 0 = no RACK
+        "net.ipv4.tcp_ecn": 1 if tcp.get("ecn") else 0,
+    })
+    return s
+
+
+def route_opts(tcp: dict) -> list[str]:
+    opts = ["initcwnd", str(tcp["iw"]), "initrwnd", str(max(tcp["iw"], 10))]
+    if tcp["profile"] != "linux" and not tcp.get("delayed_ack", True):
+        opts += ["quickack", "1"]
+    return opts
+
+
+def apply_tcp(net, tcp: dict, hosts: dict, log) -> None:
+    for h, info in hosts.items():
+        node = net.get(h)
+        for k, v in tcp_sysctls(tcp).items():
+            out(["sysctl", "-qw", f"{k}={v}"], node, check=True)
+        intf = info["intf"]
+        subnet = info["ip"].rsplit(".", 1)[0] + ".0/24"
+        out(["ip", "route", "change", subnet, "dev", intf, "proto", "kernel", "scope", "link",
+             "src", info["ip"], *route_opts(tcp)], node, check=True)
+        out(["ip", "route", "change", "default", "via", info["gw"], "dev", intf, *route_opts(tcp)],
+            node, check=True)
+    log(f"tcp profile {tcp['profile']}: {tcp_sysctls(tcp)} routes {' '.join(route_opts(tcp))}")
+
+
+# ---------------------------------------------------------------- measurements
+
+def qdisc_stats(net) -> dict:
+    res = {}
+    for r in ("rl", "rr"):
+        txt = out(["tc", "-s", "-j", "qdisc", "show"], net.get(r),
+                  env=dict(os.environ, TC_LIB_DIR="/usr/local/lib/favorlab/tc"))
+        try:
+            res[r] = json.loads(txt)
+        except json.JSONDecodeError:
+            res[r] = {"raw": txt}
+    return res
+
+
+def nstat(net, hosts) -> dict:
+    res = {}
+    for h in hosts:
+        txt = out(["nstat", "-a", "-z", "-j"], net.get(h), env=dict(os.environ, NSTAT_HISTORY="/dev/null"))
+        try:
+            res[h] = json.loads(txt)
+        except json.JSONDecodeError:
+            res[h] = {"raw": txt}
+    return res
+
+
+def ping_rtt(net, src, dst_ip, count=4) -> float | None:
+    txt = out(["ping", "-n", "-q", "-c", str(count), "-i", "0.2", "-W", "2", dst_ip], net.get(src))
+    m = re.search(r"= [\d.]+/([\d.]+)/", txt)
+    if not m:
+        return None
+    mins = re.search(r"= ([\d.]+)/", txt)
+    return float(mins.group(1))
+
+
+def probe_rtts(net, hostsj) -> dict:
+    """Idle RTT of each of the nine paths (min of a few pings) against the configured 2*(d_a+d_b)."""
+    checks = {}
+    for path, conf in hostsj["paths_rtt_ms"].items():
+        a, b = path.split("-")
+        ping_rtt(net, a, hostsj["hosts"][b]["ip"], count=1)   # ARP warm-up
+        meas = ping_rtt(net, a, hostsj["hosts"][b]["ip"])
+        ok = meas is not None and abs(meas - conf) <= RTT_TOLERANCE_MS + 0.02 * conf
+        checks[f"rtt_{path}_ms"] = {"configured": conf, "measured": meas, "ok": ok}
+    return checks
+
+
+def probe_rate(net, hostsj, mbps: float, log) -> dict:
+    """Bottleneck rate a1->b1 with UDP just above it (iperf3, 3 s), read at the receiver."""
+    srv = popen(["iperf3", "-s", "-1", "-p", "5201"], net.get("b1"),
+                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    time.sleep(1.0)
+    try:
+        txt = out(["iperf3", "-c", hostsj["hosts"]["b1"]["ip"], "-p", "5201", "-u", "-b",
+                   f"{mbps * 1.1:g}M", "-t", "3", "-l", "1400", "-J"], net.get("a1"))
+        r = json.loads(txt)
+        meas = r["end"]["sum"]["bits_per_second"] / 1e6
+        lost = r["end"]["sum"].get("lost_percent")
+    except (json.JSONDecodeError, KeyError) as e:
+        log(f"rate probe failed: {e}: {txt[:300]}")
+        meas, lost = None, None
+    finally:
+        stop(srv)
+    # iperf3's UDP receiver rate counts payload: compare at the payload share of a 1400-byte datagram
+    wire = None if meas is None else meas * (1400 + 28 + 14) / 1400
+    ok = wire is not None and wire >= RATE_MIN_SHARE * mbps
+    return {"bottleneck_rate_mbps": {"configured": mbps, "measured": wire, "ok": ok,
+                                     "udp_goodput_mbps": meas, "lost_percent": lost}}
+
+
+class CpuSampler(threading.Thread):
+    """Guest CPU busy share from /proc/stat, once a second."""
+
+    def __init__(self):
+        super().__init__(daemon=True)
+        self.samples: list[float] = []
+        self.halt = threading.Event()
+
+    @staticmethod
+    def _read():
+        f = [int(x) for x in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:]]
+        idle = f[3] + (f[4] if len(f) > 4 else 0)
+        return sum(f), idle
+
+    def run(self):
+        t0, i0 = self._read()
+        while not self.halt.wait(1.0):
+            t1, i1 = self._read()
+            if t1 > t0:
+                self.samples.append(1 - (i1 - i0) / (t1 - t0))
+            t0, i0 = t1, i1
+
+    def check(self) -> dict:
+        s = self.samples
+        over = sum(1 for x in s if x > CPU_BUSY_LIMIT) / len(s) if s else 0.0
+        return {"cpu_busy": {"configured": f"<= {CPU_BUSY_LIMIT} for >= {1 - CPU_BUSY_SUSTAINED:.0%} of samples",
+                             "measured": {"mean": sum(s) / len(s) if s else None,
+                                          "max": max(s) if s else None, "share_over_limit": over},
+                             "ok": over <= CPU_BUSY_SUSTAINED}}
+
+
+# ---------------------------------------------------------------- the run
+
+class Run:
+    def __init__(self, run_dir: Path):
+        self.dir = Path(run_dir).resolve()
+        self.log = Log(self.dir / "log" / "runner.log")
+        self.procs: dict[str, subprocess.Popen] = {}
+        self.checks: dict = {}
+        self.reasons: list[str] = []
+        self.manifest: dict = {"start_utc": utc()}
+        self.net = None
+        self.rto = None
+
+    def run(self) -> int:
+        (self.dir / "DONE").unlink(missing_ok=True)
+        try:
+            self.spec = specmod.load(self.dir)
+            self.log(f"run {self.spec['run_id']}: {self.spec['aqm']['forward']} load {self.spec.get('load')}")
+            self.setup()
+            self.measure()
+            ok = True
+        except Exception as e:  # noqa: BLE001 - every failure is logged, then torn down
+            self.log(f"ERROR {type(e).__name__}: {e}")
+            ok = False
+        finally:
+            self.teardown()
+        if not ok:
+            return 1
+        self.finish()
+        return 0
+
+    # -- set-up
+    def setup(self):
+        from topologies import dumbbell
+        s = self.spec
+        for kind in {s["aqm"]["forward"]["kind"], s["aqm"]["reverse"]["kind"]}:
+            mod = "sch_favor" if kind == "favor" else f"sch_{kind}"
+            subprocess.run(["modprobe", mod], capture_output=True)
+        topo = dict(s["topology"], kind="dumbbell")
+        self.hostsj = dumbbell.hosts_json(topo)
+        (self.dir / "hosts.json").write_text(json.dumps(self.hostsj, indent=2) + "\n")
+        self.net = dumbbell.build(topo, s["aqm"], log=self.log)
+        apply_tcp(self.net, s["tcp"], self.hostsj["hosts"], self.log)
+        if s["tcp"].get("initial_rto_ms"):
+            from testbed.runner.bpf import InitialRto
+            self.rto = InitialRto(s["tcp"]["initial_rto_ms"]).attach()
+            self.log(f"initial RTO {self.rto.ms} ms = {self.rto.jiffies} jiffies (HZ {self.rto.hz}) attached")
+
+    # -- the measured part
+    def measure(self):
+        s, net = self.spec, self.net
+        self.checks.update(probe_rtts(net, self.hostsj))
+        self.checks.update(probe_rate(net, self.hostsj, s["topology"]["bottleneck_mbps"], self.log))
+        self.log("probes: " + json.dumps({k: v["measured"] for k, v in self.checks.items()}))
+        for d in ("qdisc", "nstat", "pcap", "flows"):
+            (self.dir / d).mkdir(exist_ok=True)
+        self.write_json("qdisc/before.json", qdisc_stats(net))
+        self.nstat_before = nstat(net, self.hostsj["hosts"])
+        self.start_captures()
+        self.start_trace()
+        self.start_servers()
+        time.sleep(1.0)
+        cpu = CpuSampler()
+        cpu.start()
+        t0 = time.time() + 3.0
+        stop_at = t0 + s["duration_s"] + s["drain_s"]
+        self.manifest["t0_unix"] = t0
+        clients = {}
+        for h in self.hostsj["hosts"]:
+            clients[h] = popen([sys.executable, "-m", "workloads.client", "--schedule",
+                                str(self.dir / s.get("schedule", "schedule.csv")), "--host", h,
+                                "--hosts", str(self.dir / "hosts.json"), "--t0", f"{t0:.6f}",
+                                "--log", str(self.dir / "flows" / f"client-{h}.csv"),
+                                "--stop-at", f"{stop_at:.6f}"], net.get(h), cwd=REPO,
+                               stdout=(self.dir / "log" / f"client-{h}.out").open("w"), stderr=subprocess.STDOUT)
+            self.procs[f"client-{h}"] = clients[h]
+        self.log(f"clients started, t0 {t0:.3f}, stop at {stop_at:.3f}")
+        for h, p in clients.items():
+            try:
+                rc = p.wait(timeout=max(5.0, stop_at - time.time() + 30))
+            except subprocess.TimeoutExpired:
+                rc = stop(p)
+                self.reasons.append(f"client on {h} did not end by stop-at + 30 s")
+            if rc:
+                self.reasons.append(f"client on {h} exited with {rc} (see log/client-{h}.out)")
+        cpu.halt.set()
+        cpu.join()
+        self.checks.update(cpu.check())
+        time.sleep(1.0)
+        self.stop_servers()
+        self.stop_trace()
+        self.stop_captures()
+        self.write_json("qdisc/after.json", qdisc_stats(net))
+        after = nstat(net, self.hostsj["hosts"])
+        for h in self.hostsj["hosts"]:
+            self.write_json(f"nstat/{h}.json", {"before": self.nstat_before[h], "after": after[h]})
+        self.workload_checks()
+
+    def start_captures(self):
+        snap = str(self.spec["capture"]["snaplen"])
+        points = {f"sender-{h}": (h, f"{h}-eth0") for h in self.hostsj["hosts"]}
+        points.update({"bneck-in": ("rl", "rl-eth0"), "bneck-out": ("rr", "rr-eth0")})
+        for name, (node, intf) in points.items():
+            self.procs[f"pcap-{name}"] = popen(
+                ["tcpdump", "-i", intf, "-s", snap, "-B", "16384", "-n", "-U", "-w",
+                 str(self.dir / "pcap" / f"{name}.pcap"), "ip"], self.net.get(node),
+                stdout=subprocess.DEVNULL, stderr=(self.dir / "log" / f"tcpdump-{name}.err").open("w"))
+        time.sleep(1.0)
+        self.log(f"captures started: {', '.join(points)}")
+
+    def stop_captures(self):
+        drops = {}
+        for k in [k for k in self.procs if k.startswith("pcap-")]:
+            stop(self.procs.pop(k), signal.SIGINT)
+            err = (self.dir / "log" / f"tcpdump-{k[5:]}.err").read_text()
+            m = re.search(r"(\d+) packets? dropped by kernel", err)
+            drops[k[5:]] = int(m.group(1)) if m else None
+        bad = {k: v for k, v in drops.items() if v}
+        self.checks["capture_drops"] = {"configured": 0, "measured": drops, "ok": not bad}
+
+    def start_trace(self):
+        fwd = self.spec["aqm"]["forward"]["kind"]
+        if fwd != "favor" or not self.spec.get("trace_favor"):
+            return
+        if not FAVOR_TRACE.is_file():
+            self.checks["favor_trace"] = {"configured": True, "measured": f"not traced: {FAVOR_TRACE} missing",
+                                          "ok": True}
+            self.log(f"favor trace: {FAVOR_TRACE} missing, not traced")
+            return
+        self.procs["trace"] = popen([sys.executable, str(FAVOR_TRACE), "--out",
+                                     str(self.dir / "qdisc" / "favor-trace.csv"), "--dev", "rl-eth1"],
+                                    self.net.get("rl"), stdout=(self.dir / "log" / "favor-trace.out").open("w"),
+                                    stderr=subprocess.STDOUT)
+        self.checks["favor_trace"] = {"configured": True, "measured": "traced", "ok": True}
+
+    def stop_trace(self):
+        if "trace" in self.procs:
+            stop(self.procs.pop("trace"), signal.SIGINT)
+
+    def start_servers(self):
+        for h in self.hostsj["hosts"]:
+            self.procs[f"server-{h}"] = popen(
+                [sys.executable, "-m", "workloads.server", "--host", h, "--hosts", str(self.dir / "hosts.json"),
+                 "--port", "5001", "--log", str(self.dir / "flows" / f"server-{h}.csv")], self.net.get(h),
+                cwd=REPO, stdout=(self.dir / "log" / f"server-{h}.out").open("w"), stderr=subprocess.STDOUT)
+        self.log("servers started")
+
+    def stop_servers(self):
+        for k in [k for k in self.procs if k.startswith("server-")]:
+            stop(self.procs.pop(k))
+
+    def workload_checks(self):
+        try:
+            from workloads import checks
+        except ImportError as e:
+            self.checks["offered_load"] = {"configured": self.spec.get("load"),
+                                           "measured": f"not checked: {e}", "ok": True}
+            return
+        try:
+            res = checks.check_run(self.dir)
+            self.checks.update(res)
+        except Exception as e:  # noqa: BLE001 - a failed check makes the run invalid, not the runner crash
+            self.checks["offered_load"] = {"configured": self.spec.get("load"),
+                                           "measured": f"check failed: {e}", "ok": False}
+
+    # -- tear-down and the last files
+    def teardown(self):
+        for name in list(self.procs):
+            stop(self.procs.pop(name), signal.SIGINT if name.startswith(("pcap", "trace")) else signal.SIGTERM)
+        if self.rto:
+            self.rto.detach()
+            self.log("initial RTO program detached")
+        if self.net:
+            try:
+                self.net.stop()
+            except Exception as e:  # noqa: BLE001
+                self.log(f"net.stop failed: {e}")
+            self.net = None
+            self.log("topology down")
+
+    def finish(self):
+        for k, v in self.checks.items():
+            if not v.get("ok"):
+                self.reasons.append(f"{k}: configured {v.get('configured')}, measured {v.get('measured')}")
+        self.write_json("fidelity.json", {"valid": not self.reasons, "reasons": self.reasons,
+                                          "checks": self.checks})
+        self.manifest.update(manifest(self.spec, self.dir))
+        self.manifest["end_utc"] = utc()
+        self.write_json("manifest.json", self.manifest)
+        self.log(f"run done, valid={not self.reasons}")
+        (self.dir / "DONE").write_text(utc() + "\n")
+
+    def write_json(self, rel: str, obj) -> None:
+        p = self.dir / rel
+        p.parent.mkdir(parents=True, exist_ok=True)
+        p.write_text(json.dumps(obj, indent=2) + "\n")
+
+
+def _first_line(txt: str) -> str:
+    return txt.strip().splitlines()[0] if txt.strip() else ""
+
+
+def manifest(spec: dict, run_dir: Path) -> dict:
+    m = {"kernel": os.uname().release, "hostname": platform.node(), "python": sys.version.split()[0],
+         "tc": _first_line(out(["tc", "-V"])), "tcpdump": _first_line(out(["tcpdump", "--version"])),
+         "iperf3": _first_line(out(["iperf3", "--version"])),
+         "seeds": {"seed": spec.get("seed"), "replication": spec.get("replication")},
+         "sha256": {"run.json": sha256(run_dir / "run.json"),
+                    "schedule.csv": sha256(run_dir / spec.get("schedule", "schedule.csv"))}}
+    try:
+        import mininet.net
+        m["mininet"] = getattr(mininet.net, "VERSION", "unknown")
+    except ImportError:
+        m["mininet"] = None
+    if Path("/sys/module/sch_favor").exists():
+        info = out(["modinfo", "sch_favor"])
+        m["sch_favor"] = {k: (re.search(rf"^{k}:\s*(.*)$", info, re.M) or [None, None])[1]
+                          for k in ("version", "srcversion")}
+    else:
+        m["sch_favor"] = None
+    return m

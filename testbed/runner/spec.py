@@ -1,0 +1,74 @@
+"""Validation of run.json (docs/contracts.md "Run spec"): every error names the field and the fix."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+
+class SpecError(ValueError):
+    """run.json cannot be run: the message names the field."""
+
+
+def _num(v) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool)
+
+
+def _check(spec: dict, path: str, ok, fix: str) -> None:
+    cur = spec
+    for part in path.split("."):
+        if not isinstance(cur, dict) or part not in cur:
+            raise SpecError(f"run.json: field {path} is missing ({fix})")
+        cur = cur[part]
+    if not ok(cur):
+        raise SpecError(f"run.json: field {path}={cur!r} is invalid: {fix}")
+
+
+RULES = [
+    ("run_id", lambda v: isinstance(v, str) and v and "/" not in v, "a non-empty name without '/'"),
+    ("topology.kind", lambda v: v == "dumbbell", "only 'dumbbell' is implemented"),
+    ("topology.bottleneck_mbps", lambda v: _num(v) and v > 0, "a positive rate in Mb/s"),
+    ("topology.access_mbps", lambda v: _num(v) and v > 0, "a positive rate in Mb/s"),
+    ("topology.left_delays_ms", lambda v: isinstance(v, list) and len(v) == 3, "three one-way delays (ms)"),
+    ("topology.right_delays_ms", lambda v: isinstance(v, list) and len(v) == 3, "three one-way delays (ms)"),
+    ("aqm.forward.kind", lambda v: isinstance(v, str) and v.isidentifier(), "a tc qdisc kind, e.g. pfifo"),
+    ("aqm.forward.args", lambda v: isinstance(v, list), "a list of tc arguments, e.g. [limit, 8]"),
+    ("aqm.reverse.kind", lambda v: isinstance(v, str) and v.isidentifier(), "a tc qdisc kind, e.g. pfifo"),
+    ("aqm.reverse.args", lambda v: isinstance(v, list), "a list of tc arguments"),
+    ("tcp.profile", lambda v: v in ("paper", "linux"), "'paper' or 'linux'"),
+    ("tcp.iw", lambda v: isinstance(v, int) and not isinstance(v, bool) and 1 <= v <= 100,
+     "an initial window in segments, 1..100"),
+    ("tcp.congestion_control", lambda v: isinstance(v, str) and v.isidentifier(), "e.g. reno or cubic"),
+    ("duration_s", lambda v: _num(v) and v > 0, "a positive number of seconds"),
+    ("drain_s", lambda v: _num(v) and v >= 0, "a non-negative number of seconds"),
+    ("capture.snaplen", lambda v: isinstance(v, int) and 64 <= v <= 65535, "an integer 64..65535"),
+    ("seed", lambda v: isinstance(v, int), "an integer"),
+]
+
+
+def validate(spec: dict) -> dict:
+    if not isinstance(spec, dict):
+        raise SpecError("run.json: the top level must be an object")
+    for path, ok, fix in RULES:
+        _check(spec, path, ok, fix)
+    rto = spec["tcp"].get("initial_rto_ms")
+    if rto is not None and not (_num(rto) and 200 <= rto <= 120000):
+        raise SpecError(f"run.json: field tcp.initial_rto_ms={rto!r} is invalid: null or 200..120000 ms")
+    if spec["topology"].get("central_delay_ms", 0) != 0:
+        raise SpecError("run.json: field topology.central_delay_ms must be 0 (a central delay is not "
+                        "supported yet; put it into the access delays)")
+    return spec
+
+
+def load(run_dir: Path) -> dict:
+    p = Path(run_dir) / "run.json"
+    if not p.is_file():
+        raise SpecError(f"{p} does not exist: the controller must put run.json into the run directory")
+    try:
+        spec = json.loads(p.read_text())
+    except json.JSONDecodeError as e:
+        raise SpecError(f"{p} is not valid JSON: {e}") from None
+    validate(spec)
+    sched = Path(run_dir) / spec.get("schedule", "schedule.csv")
+    if not sched.is_file():
+        raise SpecError(f"run.json: field schedule names {sched.name}, which is not in {run_dir}")
+    return spec

@@ -1,0 +1,108 @@
+"""Controller side: the .partial -> final rename, stale partials, failures leave no run directory."""
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from testbed import remote
+
+
+def _inputs(tmp_path):
+    spec = tmp_path / "in" / "run.json"
+    spec.parent.mkdir()
+    spec.write_text(json.dumps({"run_id": "r1"}))
+    sched = tmp_path / "in" / "schedule.csv"
+    sched.write_text("flow_id,start_s\n")
+    return spec, sched
+
+
+def test_stale_partial_is_removed(tmp_path):
+    spec, sched = _inputs(tmp_path)
+    run_dir = tmp_path / "runs" / "r1"
+    stale = remote.partial_of(run_dir)
+    (stale / "pcap").mkdir(parents=True)
+    (stale / "pcap" / "old.pcap").write_text("x")
+    part = remote.prepare_partial(run_dir, spec, sched)
+    assert part == stale and sorted(p.name for p in part.iterdir()) == ["run.json", "schedule.csv"]
+
+
+def test_finalize_needs_done(tmp_path):
+    spec, sched = _inputs(tmp_path)
+    run_dir = tmp_path / "runs" / "r1"
+    part = remote.prepare_partial(run_dir, spec, sched)
+    with pytest.raises(remote.RemoteError, match="no DONE"):
+        remote.finalize(run_dir)
+    assert not run_dir.exists()
+    (part / "DONE").write_text("t\n")
+    remote.finalize(run_dir)
+    assert (run_dir / "DONE").is_file() and not part.exists()
+
+
+def test_finished_run_is_not_overwritten(tmp_path):
+    spec, sched = _inputs(tmp_path)
+    run_dir = tmp_path / "runs" / "r1"
+    run_dir.mkdir(parents=True)
+    with pytest.raises(remote.RemoteError, match="already exists"):
+        remote.prepare_partial(run_dir, spec, sched)
+
+
+class FakeSsh(remote.Ssh):
+    """The 'remote host' is a local folder; the runner is replaced by a few lines of shell semantics."""
+
+    def __init__(self, root: Path, runner_ok: bool):
+        super().__init__("127.0.0.1", 22, "root")
+        self.root, self.runner_ok, self.commands = root, runner_ok, []
+
+    def run(self, cmd, stream=False):
+        self.commands.append(cmd)
+        if cmd.startswith("cd /opt/favorlab"):
+            d = self.root / cmd.split("--run-dir ")[1].lstrip("/")
+            (d / "log").mkdir()
+            (d / "log" / "runner.log").write_text("ran\n")
+            if self.runner_ok:
+                (d / "DONE").write_text("t\n")
+            return 0 if self.runner_ok else 1
+        if cmd.startswith("rm -rf"):
+            target = self.root / cmd.split()[2].lstrip("/")
+            shutil.rmtree(target, ignore_errors=True)
+            if "mkdir" in cmd:
+                target.mkdir(parents=True)
+        return 0
+
+    def rsync(self, src, dst):
+        if src.startswith(self.dest):           # pull: remote folder -> local folder
+            shutil.copytree(self.root / src.split(":", 1)[1].lstrip("/"), dst, dirs_exist_ok=True)
+        else:                                   # push: local file -> remote folder
+            shutil.copy(src, self.root / dst.split(":", 1)[1].lstrip("/"))
+
+
+def test_execute_success_renames_and_cleans_remote(tmp_path):
+    spec, sched = _inputs(tmp_path)
+    run_dir = tmp_path / "runs" / "r1"
+    ssh = FakeSsh(tmp_path / "host", runner_ok=True)
+    remote.execute(ssh, run_dir, spec, sched)
+    assert (run_dir / "DONE").is_file() and (run_dir / "log" / "runner.log").is_file()
+    assert (run_dir / "run.json").read_text() == spec.read_text()
+    assert not remote.partial_of(run_dir).exists()
+    assert not (tmp_path / "host" / "var/lib/favorlab/runs/r1").exists()
+
+
+def test_execute_failure_leaves_no_run_dir(tmp_path):
+    spec, sched = _inputs(tmp_path)
+    run_dir = tmp_path / "runs" / "r1"
+    with pytest.raises(remote.RemoteError, match="exited with 1"):
+        remote.execute(FakeSsh(tmp_path / "host", runner_ok=False), run_dir, spec, sched)
+    assert not run_dir.exists()
+    assert (remote.partial_of(run_dir) / "log" / "runner.log").is_file()  # kept for diagnosis
+
+
+def test_cli_reports_missing_target(tmp_path, capsys):
+    assert remote.main(["--run-dir", str(tmp_path / "r")]) == 1
+    assert "--vm NAME or --ssh-host" in capsys.readouterr().err
+
+
+def test_vm_state_missing_is_clear(tmp_path, monkeypatch):
+    monkeypatch.setenv("FAVORLAB_CACHE", str(tmp_path))
+    with pytest.raises(remote.RemoteError, match="favorvm start --name runner"):
+        remote.vm_target("runner")

@@ -1,0 +1,232 @@
+"""The paper's Table 1 dumbbell (Common TCP evaluation suite delays), built with Mininet inside the guest.
+
+    a1,a2,a3 -- sL (Linux bridge) -- rl == rr -- sR (Linux bridge) -- b1,b2,b3
+
+- The bottleneck is rl's interface towards rr: htb (one class, rate = ceil = bottleneck) with the forward
+  AQM as its only leaf. rr's interface towards rl carries the reverse (ACK path) qdisc the same way.
+- Each host's egress is shaped to the access rate (tbf), so packets reach the bottleneck spaced as on a
+  real access link.
+- All propagation delay of an access link sits on the bridge port towards the host, doubled
+  (sL->a_i: netem delay 2*d_a; sR->b_j: netem delay 2*d_b): captures on the hosts and at the routers see
+  no delay shifts, and the RTT of path a_i-b_j is 2*(d_a + d_b). See topologies/README.md.
+
+The address plan and every tc/ethtool command are pure functions (testable without Mininet); `build()`
+needs Debian's mininet package and root.
+"""
+from __future__ import annotations
+
+import os
+import subprocess
+
+LEFT = ("a1", "a2", "a3")
+RIGHT = ("b1", "b2", "b3")
+ROUTERS = ("rl", "rr")
+HOSTS = LEFT + RIGHT
+FAVOR_TC_LIB = "/usr/local/lib/favorlab/tc"
+NETEM_LIMIT = 10000  # packets: well above the largest BDP (1000 Mb/s x 200 ms is ~16700 pkts only at 1G
+#                      access; access-port queues hold no standing queue, so this never binds in practice)
+
+
+class TopologyError(ValueError):
+    """A topology section that cannot be built: the message names the field and the fix."""
+
+
+def interfaces() -> dict:
+    """Interface names, fixed so that captures and qdiscs can be named before the network exists."""
+    names = {h: f"{h}-eth0" for h in HOSTS}
+    names.update({
+        "rl-left": "rl-eth0", "rl-core": "rl-eth1",      # rl-eth1 is the bottleneck
+        "rr-core": "rr-eth0", "rr-right": "rr-eth1",     # rr-eth0 carries the reverse (ACK path) qdisc
+    })
+    names.update({f"sL-{h}": f"sL-{h}" for h in LEFT})
+    names.update({f"sR-{h}": f"sR-{h}" for h in RIGHT})
+    names.update({"sL-rl": "sL-rl", "sR-rr": "sR-rr"})
+    return names
+
+
+def addresses() -> dict:
+    """Deterministic address plan: left 10.1.0.0/24, right 10.2.0.0/24, core 10.0.0.0/30."""
+    plan = {"subnets": {"left": "10.1.0.0/24", "right": "10.2.0.0/24", "core": "10.0.0.0/30"}, "hosts": {}}
+    for i, h in enumerate(LEFT, 1):
+        plan["hosts"][h] = {"ip": f"10.1.0.{i}", "prefix": 24, "gw": "10.1.0.254", "side": "left",
+                            "intf": f"{h}-eth0"}
+    for i, h in enumerate(RIGHT, 1):
+        plan["hosts"][h] = {"ip": f"10.2.0.{i}", "prefix": 24, "gw": "10.2.0.254", "side": "right",
+                            "intf": f"{h}-eth0"}
+    plan["routers"] = {
+        "rl": {"rl-eth0": "10.1.0.254/24", "rl-eth1": "10.0.0.1/30", "route": ("10.2.0.0/24", "10.0.0.2")},
+        "rr": {"rr-eth0": "10.0.0.2/30", "rr-eth1": "10.2.0.254/24", "route": ("10.1.0.0/24", "10.0.0.1")},
+    }
+    return plan
+
+
+def hosts_json(topo: dict) -> dict:
+    """What hosts.json holds: per host its address and one-way access delay; per path the configured RTT."""
+    plan = addresses()
+    delays = one_way_delays(topo)
+    hosts = {h: dict(plan["hosts"][h], delay_ms=delays[h]) for h in HOSTS}
+    paths = {f"{a}-{b}": 2 * (delays[a] + delays[b]) for a in LEFT for b in RIGHT}
+    return {"hosts": hosts, "port": 5001, "paths_rtt_ms": paths,
+            "bottleneck": {"node": "rl", "intf": "rl-eth1"}, "reverse": {"node": "rr", "intf": "rr-eth0"}}
+
+
+def validate(topo: dict) -> None:
+    """Refuse a topology section this builder cannot honour, naming the field."""
+    def need(field, ok, fix):
+        if not ok:
+            raise TopologyError(f"topology.{field}={topo.get(field)!r}: {fix}")
+    need("kind", topo.get("kind") == "dumbbell", "this builder makes only kind 'dumbbell'")
+    for f in ("bottleneck_mbps", "access_mbps"):
+        v = topo.get(f)
+        need(f, isinstance(v, (int, float)) and not isinstance(v, bool) and v > 0, "must be a positive number")
+    for f, n in (("left_delays_ms", 3), ("right_delays_ms", 3)):
+        v = topo.get(f)
+        need(f, isinstance(v, list) and len(v) == n and all(isinstance(x, (int, float)) and x >= 0 for x in v),
+             f"must be a list of {n} non-negative one-way delays in ms")
+    need("central_delay_ms", topo.get("central_delay_ms", 0) == 0,
+         "a nonzero central delay is not supported yet (no place for it that keeps the bottleneck the only "
+         "queue); fold it into the access delays")
+    need("mtu", topo.get("mtu", 1500) == 1500, "only MTU 1500 is supported")
+
+
+def one_way_delays(topo: dict) -> dict:
+    d = dict(zip(LEFT, topo["left_delays_ms"]))
+    d.update(zip(RIGHT, topo["right_delays_ms"]))
+    return d
+
+
+def _rate(mbps: float) -> str:
+    return f"{int(round(mbps * 1000))}kbit"
+
+
+def bottleneck_cmds(dev: str, mbps: float, leaf_kind: str, leaf_args: list) -> list[list[str]]:
+    """htb root with one class (rate = ceil = bottleneck, default class) and the AQM as its only leaf.
+
+    quantum 1514 keeps htb from warning about r2q at 10 and 100 Mb/s (its default quantum = rate/r2q
+    is out of range there); burst/cburst are left to tc, which sizes them from the rate and HZ.
+    """
+    rate = _rate(mbps)
+    return [
+        ["tc", "qdisc", "replace", "dev", dev, "root", "handle", "1:", "htb", "default", "1"],
+        ["tc", "class", "add", "dev", dev, "parent", "1:", "classid", "1:1", "htb",
+         "rate", rate, "ceil", rate, "quantum", "1514"],
+        ["tc", "qdisc", "add", "dev", dev, "parent", "1:1", "handle", "10:", leaf_kind, *map(str, leaf_args)],
+    ]
+
+
+def access_shaper_cmds(dev: str, mbps: float) -> list[list[str]]:
+    """Host egress at the access rate: tbf with a burst of about two frames (or 0.5 ms at high rates)."""
+    burst = max(3028, int(mbps * 1e6 / 8 * 0.0005))
+    return [["tc", "qdisc", "replace", "dev", dev, "root", "tbf", "rate", _rate(mbps),
+             "burst", str(burst), "limit", str(1514 * 1000)]]
+
+
+def delay_port_cmds(dev: str, one_way_ms: float, access_mbps: float) -> list[list[str]]:
+    """Bridge port towards a host: the access link's whole round-trip share of delay, plus its rate."""
+    return [["tc", "qdisc", "replace", "dev", dev, "root", "netem", "delay", f"{2 * one_way_ms:g}ms",
+             "rate", _rate(access_mbps), "limit", str(NETEM_LIMIT)]]
+
+
+def offload_cmd(dev: str) -> list[str]:
+    return ["ethtool", "-K", dev, "tso", "off", "gso", "off", "gro", "off", "lro", "off",
+            "tx", "off", "rx", "off"]
+
+
+def tc_env(kind: str) -> dict:
+    """Environment for tc: favor's tc plugin (q_favor.so) lives in favorlab's own TC_LIB_DIR."""
+    env = dict(os.environ)
+    if kind == "favor":
+        env["TC_LIB_DIR"] = FAVOR_TC_LIB
+    return env
+
+
+def qdisc_plan(topo: dict, aqm: dict) -> dict:
+    """node -> list of (commands, tc kind) for every qdisc of the dumbbell."""
+    acc = topo["access_mbps"]
+    delays = one_way_delays(topo)
+    plan: dict[str, list] = {n: [] for n in (*HOSTS, *ROUTERS, "root")}
+    plan["rl"].append((bottleneck_cmds("rl-eth1", topo["bottleneck_mbps"], aqm["forward"]["kind"],
+                                       aqm["forward"]["args"]), aqm["forward"]["kind"]))
+    plan["rr"].append((bottleneck_cmds("rr-eth0", topo["bottleneck_mbps"], aqm["reverse"]["kind"],
+                                       aqm["reverse"]["args"]), aqm["reverse"]["kind"]))
+    for h in HOSTS:
+        plan[h].append((access_shaper_cmds(f"{h}-eth0", acc), "tbf"))
+        port = f"sL-{h}" if h in LEFT else f"sR-{h}"
+        plan["root"].append((delay_port_cmds(port, delays[h], acc), "netem"))
+    return plan
+
+
+# ---------------------------------------------------------------- Mininet part (guest, root)
+
+def build(topo: dict, aqm: dict, log=print):
+    """Create, start and configure the dumbbell. Returns the started Mininet object (call net.stop())."""
+    validate(topo)
+    from mininet.net import Mininet
+    from mininet.node import Node
+    from mininet.nodelib import LinuxBridge
+    from mininet.link import Link
+
+    plan = addresses()
+    net = Mininet(topo=None, controller=None, switch=LinuxBridge, link=Link, build=False,
+                  autoSetMacs=True, waitConnected=False)
+    for h in HOSTS:
+        net.addHost(h, ip=f"{plan['hosts'][h]['ip']}/24", defaultRoute=f"via {plan['hosts'][h]['gw']}")
+    for r in ROUTERS:
+        net.addHost(r, cls=Node, ip=None)
+    sl = net.addSwitch("sL", cls=LinuxBridge, stp=False)
+    sr = net.addSwitch("sR", cls=LinuxBridge, stp=False)
+    for h in LEFT:
+        net.addLink(h, sl, intfName1=f"{h}-eth0", intfName2=f"sL-{h}")
+    for h in RIGHT:
+        net.addLink(h, sr, intfName1=f"{h}-eth0", intfName2=f"sR-{h}")
+    net.addLink("rl", sl, intfName1="rl-eth0", intfName2="sL-rl")
+    net.addLink("rl", "rr", intfName1="rl-eth1", intfName2="rr-eth0")
+    net.addLink("rr", sr, intfName1="rr-eth1", intfName2="sR-rr")
+    net.build()
+    net.start()
+    try:
+        _configure(net, topo, aqm, plan, log)
+    except Exception:
+        net.stop()
+        raise
+    return net
+
+
+def run_in(node, argv: list[str], env: dict | None = None, check=True) -> str:
+    """Run a command in a node's namespace (or the root namespace when node is None)."""
+    prefix = [] if node is None else ["mnexec", "-a", str(node.pid)]
+    p = subprocess.run(prefix + argv, capture_output=True, text=True, env=env)
+    if check and p.returncode != 0:
+        raise RuntimeError(f"{' '.join(argv)} (in {getattr(node, 'name', 'root')}) failed: "
+                           f"{p.stderr.strip() or p.stdout.strip()}")
+    return p.stdout
+
+
+def _configure(net, topo, aqm, plan, log):
+    for r in ROUTERS:
+        node = net.get(r)
+        for intf, cidr in plan["routers"][r].items():
+            if intf != "route":
+                run_in(node, ["ip", "addr", "flush", "dev", intf])
+                run_in(node, ["ip", "addr", "add", cidr, "dev", intf])
+                run_in(node, ["ip", "link", "set", intf, "up", "mtu", "1500"])
+        dst, via = plan["routers"][r]["route"]
+        run_in(node, ["ip", "route", "replace", dst, "via", via])
+        run_in(node, ["sysctl", "-qw", "net.ipv4.ip_forward=1"])
+    for n in (*HOSTS, *ROUTERS):
+        node = net.get(n)
+        for intf in node.intfNames():
+            if intf != "lo":
+                run_in(node, offload_cmd(intf), check=False)  # some features are fixed on veth
+                run_in(node, ["ip", "link", "set", intf, "mtu", "1500"])
+    for sw in ("sL", "sR"):
+        for intf in [sw] + [i for i in net.get(sw).intfNames() if i != "lo"]:
+            run_in(None, offload_cmd(intf), check=False)
+    for node_name, items in qdisc_plan(topo, aqm).items():
+        node = None if node_name == "root" else net.get(node_name)
+        for cmds, kind in items:
+            for c in cmds:
+                run_in(node, c, env=tc_env(kind))
+    log(f"dumbbell up: bottleneck {topo['bottleneck_mbps']} Mb/s {aqm['forward']['kind']} "
+        f"{' '.join(map(str, aqm['forward']['args']))}, reverse {aqm['reverse']['kind']}, "
+        f"access {topo['access_mbps']} Mb/s")
