@@ -82,8 +82,8 @@ def cgroup2_root() -> str:
 class InitialRto:
     """Load and attach on enter, detach and close on exit."""
 
-    def __init__(self, ms: float, hz: int | None = None):
-        self.ms, self.hz = ms, hz or kernel_hz()
+    def __init__(self, ms: float, hz: int | None = None, cgroup: str | None = None):
+        self.ms, self.hz, self.cgroup = ms, hz or kernel_hz(), cgroup
         self.jiffies = ms_to_jiffies(ms, self.hz)
         self.prog_fd = self.cg_fd = -1
 
@@ -101,7 +101,7 @@ class InitialRto:
         except OSError as e:
             raise OSError(f"loading the initial-RTO sock_ops program failed: {e}; verifier says: "
                           f"{logbuf.value.decode(errors='replace').strip()}") from None
-        self.cg_fd = os.open(cgroup2_root(), os.O_RDONLY | os.O_DIRECTORY)
+        self.cg_fd = os.open(self.cgroup or cgroup2_root(), os.O_RDONLY | os.O_DIRECTORY)
         attr = ctypes.create_string_buffer(128)
         struct.pack_into("<IIII", attr, 0, self.cg_fd, self.prog_fd, BPF_CGROUP_SOCK_OPS, 0)
         _bpf(BPF_PROG_ATTACH, attr)

@@ -119,3 +119,128 @@ def test_cpu_check_flags_sustained_saturation():
     assert not c.check()["cpu_busy"]["ok"]
     c.samples = [0.5] * 95 + [0.99] * 5
     assert c.check()["cpu_busy"]["ok"]
+
+
+# ---------------------------------------------------------------- guest tests (QEMU guest, real kernel)
+
+FAVORVM = REPO / "testbed" / "vm" / "favorvm"
+VM_NAME = "runner"
+
+
+def _no_guest(reason):
+    if os.environ.get("FAVORLAB_REQUIRE_GUEST") == "1":
+        pytest.fail(reason)
+    pytest.skip(reason)
+
+
+@pytest.fixture(scope="module")
+def guest():
+    """Boot our own guest (name 'runner'), copy the repository to /opt/favorlab, stop it afterwards."""
+    from testbed import remote
+    if not FAVORVM.is_file():
+        _no_guest(f"{FAVORVM} does not exist yet (the VM part provides it)")
+    p = subprocess.run([str(FAVORVM), "start", "--name", VM_NAME], capture_output=True, text=True, timeout=900)
+    if p.returncode:
+        _no_guest(f"the guest does not boot here: {p.stderr.strip()[-400:]}")
+    try:
+        t = remote.vm_target(VM_NAME)
+        ssh = remote.Ssh(**t)
+        assert ssh.run("mkdir -p /opt/favorlab") == 0
+        for d in ("topologies", "testbed", "workloads"):
+            if (REPO / d).is_dir():
+                ssh.rsync(f"{REPO / d}", f"{ssh.dest}:/opt/favorlab/")
+        yield ssh, t
+    finally:
+        subprocess.run([str(FAVORVM), "stop", "--name", VM_NAME], capture_output=True, timeout=120)
+
+
+def _schedule(path: Path, load: float, duration: float, mbps: float = 10, seed: int = 7):
+    """A small Poisson/exponential forward schedule in the contract's format (the generator is workloads')."""
+    import random
+    rng = random.Random(seed)
+    mean_pkts, mss = 30, 1448
+    rate = load * mbps * 1e6 / 8 / (mean_pkts * 1500)   # flows per second
+    rows, t, i = [], 0.0, 0
+    while True:
+        t += rng.expovariate(rate)
+        if t >= duration:
+            break
+        pkts = max(1, int(rng.expovariate(1 / mean_pkts)))
+        rows.append(f"{i},{t:.6f},{pkts * mss},{pkts},a{rng.randint(1, 3)},b{rng.randint(1, 3)},forward,web")
+        i += 1
+    path.write_text("# generator=test seed=%d load=%g\nflow_id,start_s,size_bytes,size_pkts,src,dst,direction,kind\n"
+                    % (seed, load) + "\n".join(rows) + "\n")
+
+
+@pytest.mark.guest
+@pytest.mark.slow
+def test_short_real_run_end_to_end(guest, tmp_path):
+    from testbed import remote
+    ssh, t = guest
+    spec = tmp_path / "run.json"
+    spec.write_text(json.dumps(SPEC))
+    sched = tmp_path / "schedule.csv"
+    _schedule(sched, 0.3, SPEC["duration_s"])
+    run_dir = tmp_path / "runs" / SPEC["run_id"]
+    t0 = time.time()
+    remote.execute(ssh, run_dir, spec, sched)
+    print(f"wall time of a {SPEC['duration_s']} s run: {time.time() - t0:.0f} s")
+    for f in ("run.json", "schedule.csv", "manifest.json", "fidelity.json", "qdisc/before.json",
+              "qdisc/after.json", "log/runner.log", "DONE"):
+        assert (run_dir / f).is_file(), f
+    for h in dumbbell.HOSTS:
+        assert (run_dir / "pcap" / f"sender-{h}.pcap").stat().st_size > 24
+        assert set(json.loads((run_dir / "nstat" / f"{h}.json").read_text())) == {"before", "after"}
+        assert (run_dir / "flows" / f"client-{h}.csv").is_file()
+    for p in ("bneck-in", "bneck-out"):
+        assert (run_dir / "pcap" / f"{p}.pcap").stat().st_size > 24
+    fid = json.loads((run_dir / "fidelity.json").read_text())
+    checks = fid["checks"]
+    for path, conf in dumbbell.hosts_json(SPEC["topology"])["paths_rtt_ms"].items():
+        meas = checks[f"rtt_{path}_ms"]["measured"]
+        print(f"idle RTT {path}: configured {conf} measured {meas}")
+        assert abs(meas - conf) < 5
+    rate = checks["bottleneck_rate_mbps"]["measured"]
+    print(f"bottleneck rate: {rate:.2f} Mb/s; cpu {checks['cpu_busy']['measured']}")
+    assert abs(rate - 10) <= 1.0
+
+
+def _parse_rto(out: str):
+    line = [l for l in out.splitlines() if l.startswith("RESULT")]
+    assert line, out
+    return [None if x == "None" else float(x) for x in line[0].split()[1:]]
+
+
+def _assert_rto(with_prog, without):
+    print(f"first SYN retry: {with_prog} s with the program, {without} s without")
+    assert with_prog is not None and 2.7 <= with_prog <= 3.6
+    assert without is not None and 0.8 <= without <= 1.4
+
+
+# shell run as root: a private cgroup v2 mount + child cgroup and a private netns, removed afterwards
+PROBE_SH = """set -e
+d=$(mktemp -d); mkdir $d/cg; mount -t cgroup2 none $d/cg
+mkdir $d/cg/favorlab-rto; ip netns add fl-rto-$$
+trap 'ip netns del fl-rto-$$; sleep 0.5; rmdir $d/cg/favorlab-rto; umount $d/cg; rm -r $d' EXIT
+ip netns exec fl-rto-$$ python3 {repo}/testbed/tests/rto_probe.py {repo} $d/cg/favorlab-rto
+"""
+
+
+def test_initial_rto_program_here():
+    """On this machine's kernel (own netns and cgroup): the first SYN retry comes after ~3 s, not 1 s."""
+    import shutil
+    if os.geteuid() != 0 or not shutil.which("tcpdump"):
+        pytest.skip("needs root and tcpdump to create a netns, a cgroup and capture the SYNs")
+    p = subprocess.run(["sh", "-c", PROBE_SH.format(repo=REPO)], capture_output=True, text=True, timeout=60)
+    if "RESULT" not in p.stdout and ("Operation not permitted" in p.stderr or "mount" in p.stderr):
+        pytest.skip(f"this machine does not allow the netns/cgroup/BPF set-up: {p.stderr.strip()[-300:]}")
+    _assert_rto(*_parse_rto(p.stdout + p.stderr))
+
+
+@pytest.mark.guest
+def test_initial_rto_in_guest(guest):
+    """The same check in the guest's stock Debian kernel (HZ from /boot/config-*)."""
+    ssh, t = guest
+    out = subprocess.run(["ssh", *ssh.opts, ssh.dest, PROBE_SH.format(repo="/opt/favorlab")],
+                         capture_output=True, text=True, timeout=120)
+    _assert_rto(*_parse_rto(out.stdout + out.stderr))
