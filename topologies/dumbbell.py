@@ -173,8 +173,8 @@ def build(topo: dict, aqm: dict, log=print):
         net.addHost(h, ip=f"{plan['hosts'][h]['ip']}/24", defaultRoute=f"via {plan['hosts'][h]['gw']}")
     for r in ROUTERS:
         net.addHost(r, cls=Node, ip=None)
-    sl = net.addSwitch("sL", cls=LinuxBridge, stp=False)
-    sr = net.addSwitch("sR", cls=LinuxBridge, stp=False)
+    sl = net.addSwitch("sL", cls=LinuxBridge, stp=False, dpid="1")
+    sr = net.addSwitch("sR", cls=LinuxBridge, stp=False, dpid="2")
     for h in LEFT:
         net.addLink(h, sl, intfName1=f"{h}-eth0", intfName2=f"sL-{h}")
     for h in RIGHT:

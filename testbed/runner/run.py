@@ -171,16 +171,19 @@ def probe_rate(net, hostsj, mbps: float, log) -> dict:
     try:
         txt = out(["iperf3", "-c", hostsj["hosts"]["b1"]["ip"], "-p", "5201", "-u", "-b",
                    f"{mbps * 1.1:g}M", "-t", "3", "-l", "1400", "-J"], net.get("a1"))
-        r = json.loads(txt)
-        meas = r["end"]["sum"]["bits_per_second"] / 1e6
-        lost = r["end"]["sum"].get("lost_percent")
-    except (json.JSONDecodeError, KeyError) as e:
+        end = json.loads(txt)["end"]
+        lost = end["sum"].get("lost_percent", 0.0)
+        if "sum_received" in end:          # iperf3 >= 3.13 reports the receiver's side itself
+            meas = end["sum_received"]["bits_per_second"] / 1e6
+        else:                              # 3.12: the sender's rate minus what the receiver lost
+            meas = end["sum"]["bits_per_second"] / 1e6 * (1 - lost / 100)
+    except (json.JSONDecodeError, KeyError, TypeError) as e:
         log(f"rate probe failed: {e}: {txt[:300]}")
         meas, lost = None, None
     finally:
         stop(srv)
-    # iperf3's UDP receiver rate counts payload: compare at the payload share of a 1400-byte datagram
-    wire = None if meas is None else meas * (1400 + 28 + 14) / 1400
+    # the receiver's rate counts UDP payload; htb counts frames (payload + UDP 8 + IP 20 + Ethernet 14)
+    wire = None if meas is None else meas * (1400 + 8 + 20 + 14) / 1400
     ok = wire is not None and wire >= RATE_MIN_SHARE * mbps
     return {"bottleneck_rate_mbps": {"configured": mbps, "measured": wire, "ok": ok,
                                      "udp_goodput_mbps": meas, "lost_percent": lost}}
@@ -254,7 +257,9 @@ class Run:
         s = self.spec
         for kind in {s["aqm"]["forward"]["kind"], s["aqm"]["reverse"]["kind"]}:
             mod = "sch_favor" if kind == "favor" else f"sch_{kind}"
-            subprocess.run(["modprobe", mod], capture_output=True)
+            p = out(["modprobe", mod])   # built-in or already loaded is fine; tc says if it is missing
+            if p.strip():
+                self.log(f"modprobe {mod}: {p.strip()}")
         topo = dict(s["topology"], kind="dumbbell")
         self.hostsj = dumbbell.hosts_json(topo)
         (self.dir / "hosts.json").write_text(json.dumps(self.hostsj, indent=2) + "\n")
