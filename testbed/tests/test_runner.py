@@ -121,6 +121,43 @@ def test_cpu_check_flags_sustained_saturation():
     assert c.check()["cpu_busy"]["ok"]
 
 
+@pytest.mark.slow
+def test_runner_in_private_netns(tmp_path):
+    """The whole runner on this machine in a network namespace of its own: run-directory contract,
+    the htb + AQM leaf at the bottleneck, the bottleneck rate probe within 10 %, everything torn down."""
+    import shutil
+    if os.geteuid() != 0 or not shutil.which("mnexec") or not shutil.which("tcpdump") \
+            or not shutil.which("iperf3") or not shutil.which("brctl"):
+        pytest.skip("needs root and Debian's mininet, bridge-utils, tcpdump, iperf3 (inside the guest they exist)")
+    if subprocess.run(["/usr/bin/python3", "-c", "import mininet.net"], capture_output=True).returncode:
+        pytest.skip("Debian's python3 cannot import mininet (apt-get install mininet)")
+    ns = f"fl-runner-{os.getpid()}"
+    subprocess.run(["ip", "netns", "add", ns], check=True)
+    try:
+        p = subprocess.run(["ip", "netns", "exec", ns, "/usr/bin/python3",
+                            str(REPO / "testbed/tests/netns_smoke.py"), str(REPO), str(tmp_path)],
+                           capture_output=True, text=True, timeout=300)
+        links = subprocess.run(["ip", "netns", "exec", ns, "ip", "-o", "link"], capture_output=True, text=True)
+    finally:
+        subprocess.run(["ip", "netns", "del", ns])
+    assert p.returncode == 0, p.stdout[-2000:] + p.stderr[-2000:]
+    assert len(links.stdout.strip().splitlines()) == 1, f"left behind: {links.stdout}"  # only lo remains
+    for f in ("DONE", "manifest.json", "fidelity.json", "hosts.json", "qdisc/before.json", "qdisc/after.json",
+              "log/runner.log"):
+        assert (tmp_path / f).is_file(), f
+    for h in dumbbell.HOSTS:
+        assert set(json.loads((tmp_path / "nstat" / f"{h}.json").read_text())) == {"before", "after"}
+        assert (tmp_path / "pcap" / f"sender-{h}.pcap").is_file()
+    kinds = [q["kind"] for q in json.loads((tmp_path / "qdisc/after.json").read_text())["rl"]]
+    assert "htb" in kinds and "pfifo" in kinds
+    fid = json.loads((tmp_path / "fidelity.json").read_text())
+    rate = fid["checks"]["bottleneck_rate_mbps"]["measured"]
+    assert abs(rate - 10) <= 1.0, rate
+    assert len([k for k in fid["checks"] if k.startswith("rtt_")]) == 9
+    man = json.loads((tmp_path / "manifest.json").read_text())
+    assert man["sha256"]["run.json"] and man["kernel"]
+
+
 # ---------------------------------------------------------------- guest tests (QEMU guest, real kernel)
 
 FAVORVM = REPO / "testbed" / "vm" / "favorvm"
