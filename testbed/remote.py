@@ -66,11 +66,15 @@ def vm_target(name: str) -> dict:
     if not state.is_file():
         raise RemoteError(f"VM {name}: {state} not found; start it with testbed/vm/favorvm start --name {name}")
     s = json.loads(state.read_text())
-    try:
-        return {"host": s.get("ssh_host", "127.0.0.1"), "port": int(s["ssh_port"]), "user": s.get("ssh_user", "root"),
-                "key": s.get("ssh_key"), "known_hosts": s.get("known_hosts")}
-    except KeyError as e:
-        raise RemoteError(f"{state} lacks {e}; is it a favorvm state file?") from None
+
+    def pick(*keys, default=None):
+        return next((s[k] for k in keys if s.get(k) is not None), default)
+    port = pick("ssh_port", "port")
+    if port is None:
+        raise RemoteError(f"{state} has no ssh_port; is it a favorvm state file?")
+    return {"host": pick("ssh_host", "host", default="127.0.0.1"), "port": int(port),
+            "user": pick("ssh_user", "user", default="root"), "key": pick("ssh_key", "key"),
+            "known_hosts": pick("known_hosts", "known_hosts_file")}
 
 
 class Ssh:

@@ -326,7 +326,7 @@ class Run:
         points.update({"bneck-in": ("rl", "rl-eth0"), "bneck-out": ("rr", "rr-eth0")})
         for name, (node, intf) in points.items():
             self.procs[f"pcap-{name}"] = popen(
-                ["tcpdump", "-i", intf, "-s", snap, "-B", "16384", "-n", "-U", "-w",
+                ["tcpdump", "-i", intf, "-s", snap, "-B", "16384", "-n", "-w",
                  str(self.dir / "pcap" / f"{name}.pcap"), "ip"], self.net.get(node),
                 stdout=subprocess.DEVNULL, stderr=(self.dir / "log" / f"tcpdump-{name}.err").open("w"))
         time.sleep(1.0)

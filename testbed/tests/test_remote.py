@@ -106,3 +106,14 @@ def test_vm_state_missing_is_clear(tmp_path, monkeypatch):
     monkeypatch.setenv("FAVORLAB_CACHE", str(tmp_path))
     with pytest.raises(remote.RemoteError, match="favorvm start --name runner"):
         remote.vm_target("runner")
+
+
+def test_vm_state_gives_ssh_coordinates(tmp_path, monkeypatch):
+    monkeypatch.setenv("FAVORLAB_CACHE", str(tmp_path))
+    st = tmp_path / "vm" / "run" / "runner" / "state.json"
+    st.parent.mkdir(parents=True)
+    st.write_text(json.dumps({"ssh_port": 2299, "ssh_key": "/k", "known_hosts": "/kh"}))
+    t = remote.vm_target("runner")
+    assert t == {"host": "127.0.0.1", "port": 2299, "user": "root", "key": "/k", "known_hosts": "/kh"}
+    ssh = remote.Ssh(**t)
+    assert "UserKnownHostsFile=/kh" in ssh.opts and "2299" in ssh.opts and ssh.dest == "root@127.0.0.1"
