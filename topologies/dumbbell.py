@@ -103,13 +103,16 @@ def bottleneck_cmds(dev: str, mbps: float, leaf_kind: str, leaf_args: list) -> l
     """htb root with one class (rate = ceil = bottleneck, default class) and the AQM as its only leaf.
 
     quantum 1514 keeps htb from warning about r2q at 10 and 100 Mb/s (its default quantum = rate/r2q
-    is out of range there); burst/cburst are left to tc, which sizes them from the rate and HZ.
+    is out of range there). burst = cburst = max(one frame, 1 ms at the rate): tc's default (about
+    1600 bytes) makes htb wait for a timer before every packet, and at 100 Mb/s (121 us per frame) the
+    emulated guest's timer slack then costs rate; 1 ms lets htb catch up without a standing burst.
     """
     rate = _rate(mbps)
+    burst = str(max(1600, int(mbps * 1e6 / 8 * 0.001)))
     return [
         ["tc", "qdisc", "replace", "dev", dev, "root", "handle", "1:", "htb", "default", "1"],
         ["tc", "class", "add", "dev", dev, "parent", "1:", "classid", "1:1", "htb",
-         "rate", rate, "ceil", rate, "quantum", "1514"],
+         "rate", rate, "ceil", rate, "quantum", "1514", "burst", burst, "cburst", burst],
         ["tc", "qdisc", "add", "dev", dev, "parent", "1:1", "handle", "10:", leaf_kind, *map(str, leaf_args)],
     ]
 
