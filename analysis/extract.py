@@ -1,0 +1,385 @@
+"""Run directory -> tidy tables (flows.csv, run.csv, packets.csv.gz).
+
+    python -m analysis.extract --run RUNDIR --out TABLEDIR
+
+Definitions (see README.md): a flow is one TCP connection, keyed by the 5-tuple oriented from the data
+sender (the host that sent the SYN). flow_id is read from the first 16 payload bytes (u64 flow id, u64 size).
+"""
+import argparse
+import csv
+import gzip
+import json
+import os
+import struct
+import sys
+from collections import Counter, defaultdict
+
+from analysis.pcapread import read_pcap, SYN, ACK, FIN, RST
+
+U32 = 1 << 32
+MIN_RTO_S = 0.2          # Linux TCP_RTO_MIN: no RTO can fire after a shorter silence
+FAVOR_COLS = ["t_ns", "dev", "verdict", "src", "dst", "sport", "dport", "proto", "len", "qlen"]
+VERDICTS = ["favored", "standard", "pushout_victim", "drop_favored", "drop_standard"]
+
+
+def sdiff(a, b):
+    """a - b in TCP sequence space (signed, wraps at 2**32)."""
+    d = (a - b) % U32
+    return d - U32 if d >= U32 // 2 else d
+
+
+def load_json(path, default=None):
+    if not os.path.exists(path):
+        return default
+    with open(path) as f:
+        return json.load(f)
+
+
+def read_schedule(path):
+    """flow_id -> row dict (comment lines starting with # are skipped)."""
+    with open(path) as f:
+        rows = csv.DictReader(line for line in f if not line.startswith("#"))
+        need = {"flow_id", "start_s", "size_bytes", "size_pkts", "src", "dst"}
+        if not need <= set(rows.fieldnames or []):
+            raise ValueError(f"{path}: schedule lacks columns {sorted(need - set(rows.fieldnames or []))}")
+        return {int(r["flow_id"]): r for r in rows}
+
+
+def group_connections(pkts):
+    """Split packets into connections: key = (sender ip, sport, receiver ip, dport) oriented by the SYN."""
+    conns = defaultdict(list)
+    orient = {}
+    for p in pkts:
+        a, b = (p.src, p.sport), (p.dst, p.dport)
+        k = frozenset((a, b))
+        if k not in orient:
+            if p.flags & SYN and p.flags & ACK:
+                orient[k] = (p.dst, p.dport, p.src, p.sport)
+            elif p.flags & SYN or p.plen > 0:
+                orient[k] = (p.src, p.sport, p.dst, p.dport)
+            else:
+                continue
+        conns[orient[k]].append(p)
+    return conns
+
+
+def flow_header(pkts, key):
+    """(flow_id, size) from the first data segment's 16-byte header, or (None, None)."""
+    isn = next((p.seq for p in pkts if p.src == key[0] and p.flags & SYN), None)
+    for p in pkts:
+        if p.src == key[0] and p.plen >= 16 and p.hdr16 is not None:
+            if isn is None or sdiff(p.seq, isn) == 1:
+                return struct.unpack("!QQ", p.hdr16)
+    return None, None
+
+
+def sender_side(pkts, key, profile):
+    """Per-flow sender state machine on the sender-side capture.
+
+    Returns syn time, SYN retransmissions, data segments sent, retransmissions and recovery episodes by class.
+    A retransmission is a data segment starting below snd_max. It opens a recovery episode when none is open:
+      fr  : >= 3 duplicate ACKs (or a SACK block above snd_una) since the last new ACK;
+      tlp : linux profile, probe of the highest segment (seq end == snd_max) with no dupacks before any RTO;
+      rto : otherwise, after a silence of at least MIN_RTO_S since the last segment or ACK;
+      other: anything else (e.g. RACK reordering-window retransmission).
+    An episode closes when snd_una reaches the snd_max recorded when it opened; a retransmission of
+    snd_una inside an open episode after a silence >= MIN_RTO_S with no progress is a further RTO (backoff).
+    """
+    snd, rcv = key[0], key[2]
+    syns = [p for p in pkts if p.src == snd and p.flags & SYN and not p.flags & ACK]
+    out = dict(syn_t=syns[0].t if syns else None, syn_retrans=max(len(syns) - 1, 0),
+               data_pkts=0, retrans=0, rto=0, fr=0, tlp=0, other_rec=0, first_t=pkts[0].t)
+    isn = syns[0].seq if syns else None
+    snd_max = snd_una = None
+    dupacks, sack_loss, last_ev = 0, False, pkts[0].t
+    episode_end = None  # snd_max when the open recovery episode started
+    for p in pkts:
+        if p.src == snd and p.plen > 0:
+            if isn is None:
+                isn = (p.seq - 1) % U32
+            end = (p.seq + p.plen) % U32
+            out["data_pkts"] += 1
+            if snd_max is None:
+                snd_max, snd_una = end, (isn + 1) % U32
+            elif sdiff(p.seq, snd_max) < 0:
+                out["retrans"] += 1
+                gap = p.t - last_ev
+                if episode_end is None:
+                    if dupacks >= 3 or sack_loss:
+                        cls = "fr"
+                    elif profile == "linux" and end == snd_max and p.seq != snd_una and dupacks == 0:
+                        cls = "tlp"
+                    elif gap >= MIN_RTO_S:
+                        cls = "rto"
+                    else:
+                        cls = "other_rec"
+                    out[cls] += 1
+                    if cls != "tlp":
+                        episode_end = snd_max
+                elif p.seq == snd_una and gap >= MIN_RTO_S:
+                    out["rto"] += 1
+                    episode_end = snd_max
+            if snd_max is None or sdiff(end, snd_max) > 0:
+                snd_max = end
+            last_ev = p.t
+        elif p.src == rcv and p.flags & ACK and snd_una is not None:
+            if sdiff(p.ack, snd_una) > 0:
+                snd_una, dupacks, sack_loss = p.ack, 0, False
+                if episode_end is not None and sdiff(snd_una, episode_end) >= 0:
+                    episode_end = None
+                last_ev = p.t
+            elif p.ack == snd_una and p.plen == 0 and not p.flags & (SYN | FIN) and sdiff(snd_max, snd_una) > 0:
+                dupacks += 1
+                if any(sdiff(l, snd_una) > 0 for l, r in p.sack):
+                    sack_loss = True
+        elif p.src == snd and p.flags & ACK and snd_max is None and isn is not None:
+            pass
+    out["isn"] = isn
+    return out
+
+
+def receiver_side(pkts, key, isn, data_bytes):
+    """Arrival facts at the receiver capture: time the last missing data byte arrived, duplicates, FIN."""
+    snd = key[0]
+    if isn is None:
+        syn = next((p for p in pkts if p.src == snd and p.flags & SYN), None)
+        isn = syn.seq if syn else None
+    fin_seq = next((p.seq + p.plen for p in pkts if p.src == snd and p.flags & FIN), None)
+    if isn is None:
+        return dict(done_t=None, rcv_bytes=0, dup_arrivals=0, last_arrival_t=None)
+    end = data_bytes if data_bytes is not None else (sdiff(fin_seq, isn) - 1 if fin_seq is not None else None)
+    have = []  # received byte intervals (relative), merged
+    rcv_nxt, done_t, dups, last_t = 0, None, 0, None
+    for p in pkts:
+        if p.src != snd or p.plen <= 0:
+            continue
+        lo = sdiff(p.seq, isn) - 1
+        hi = lo + p.plen
+        last_t = p.t
+        if hi <= rcv_nxt or any(a <= lo and hi <= b for a, b in have):
+            dups += 1
+            continue
+        have.append((lo, hi))
+        have.sort()
+        merged = []
+        for a, b in have:
+            if merged and a <= merged[-1][1]:
+                merged[-1] = (merged[-1][0], max(merged[-1][1], b))
+            else:
+                merged.append((a, b))
+        have = merged
+        if have[0][0] <= 0:
+            rcv_nxt = max(rcv_nxt, have[0][1])
+        if done_t is None and end is not None and rcv_nxt >= end:
+            done_t = p.t
+    return dict(done_t=done_t, rcv_bytes=rcv_nxt, dup_arrivals=dups, last_arrival_t=last_t)
+
+
+def bottleneck(in_pkts, out_pkts):
+    """Match bottleneck in/out by (5-tuple, seq, ip id, flags). Returns per-packet pairs and per-flow counts."""
+    outs = defaultdict(list)
+    for p in out_pkts:
+        outs[(p.src, p.sport, p.dst, p.dport, p.seq, p.ipid, p.flags)].append(p.t)
+    pairs = []
+    for p in in_pkts:
+        k = (p.src, p.sport, p.dst, p.dport, p.seq, p.ipid, p.flags)
+        lst = outs.get(k)
+        t_out = lst.pop(0) if lst else None
+        pairs.append((p, t_out))
+    return pairs
+
+
+def read_favor_trace(path):
+    """Counts of verdicts per (src, dst, sport, dport); tolerant of extra/missing columns."""
+    counts = defaultdict(Counter)
+    if not os.path.exists(path):
+        return None
+    with open(path) as f:
+        rd = csv.DictReader(line for line in f if not line.startswith("#"))
+        need = {"verdict", "src", "dst", "sport", "dport"}
+        if not need <= set(rd.fieldnames or []):
+            raise ValueError(f"{path}: favor trace lacks columns {sorted(need - set(rd.fieldnames or []))}")
+        for r in rd:
+            if r.get("proto", "6") not in ("6", "tcp", "TCP"):
+                continue
+            try:
+                counts[(r["src"], r["dst"], int(r["sport"]), int(r["dport"]))][r["verdict"].strip()] += 1
+            except ValueError:
+                continue
+    return counts
+
+
+NSTAT_KEYS = ["TcpExtTCPTimeouts", "TcpExtTCPSynRetrans", "TcpRetransSegs", "TcpExtTCPFastRetrans",
+              "TcpExtTCPLossProbes", "TcpExtTCPSpuriousRTOs"]
+
+
+def _nstat_flat(d):
+    """nstat -j output is {"kernel": {name: value}} or {name: value}."""
+    if isinstance(d, dict) and "kernel" in d and isinstance(d["kernel"], dict):
+        d = d["kernel"]
+    return d or {}
+
+
+def nstat_deltas(rundir):
+    tot = Counter()
+    ndir = os.path.join(rundir, "nstat")
+    if not os.path.isdir(ndir):
+        return None
+    for fn in sorted(os.listdir(ndir)):
+        d = load_json(os.path.join(ndir, fn), {})
+        b, a = _nstat_flat(d.get("before")), _nstat_flat(d.get("after"))
+        for k in NSTAT_KEYS:
+            tot[k] += int(a.get(k, 0)) - int(b.get(k, 0))
+    return tot
+
+
+def extract(rundir, outdir, write_packets=True):
+    if not os.path.exists(os.path.join(rundir, "DONE")):
+        raise ValueError(f"{rundir}: no DONE file, not a finished run directory (contracts.md 'Run directory')")
+    spec = load_json(os.path.join(rundir, "run.json"))
+    if spec is None:
+        raise ValueError(f"{rundir}: run.json missing")
+    sched = read_schedule(os.path.join(rundir, spec.get("schedule", "schedule.csv")))
+    fid = load_json(os.path.join(rundir, "fidelity.json"), {"valid": False, "reasons": ["fidelity.json missing"]})
+    profile = spec.get("tcp", {}).get("profile", "paper")
+    mss = spec.get("topology", {}).get("mtu", 1500) - 40
+    warmup = float(spec.get("warmup_s", 0))
+    pdir = os.path.join(rundir, "pcap")
+    caps = {}  # host name -> {connection key: packets}
+    for fn in sorted(os.listdir(pdir)):
+        if fn.startswith("sender-") and fn.endswith(".pcap"):
+            caps[fn[7:-5]] = group_connections(read_pcap(os.path.join(pdir, fn)))
+    keys = {k for conns in caps.values() for k in conns}
+    flows = [flow_row(k, caps, sched, profile, mss, warmup) for k in sorted(keys)]
+    bpairs, per_flow_b = [], None
+    bin_, bout = os.path.join(pdir, "bneck-in.pcap"), os.path.join(pdir, "bneck-out.pcap")
+    if os.path.exists(bin_) and os.path.exists(bout):
+        bpairs = bottleneck(read_pcap(bin_), list(read_pcap(bout)))
+        per_flow_b = defaultdict(lambda: [0, 0, 0, 0.0])  # in, out, data drops, qdelay sum
+        for p, t_out in bpairs:
+            s = per_flow_b[(p.src, p.sport, p.dst, p.dport)]
+            s[0] += 1
+            if t_out is not None:
+                s[1] += 1
+                s[3] += t_out - p.t
+            elif p.plen > 0:
+                s[2] += 1
+    fav = read_favor_trace(os.path.join(rundir, "qdisc", "favor-trace.csv"))
+    for r in flows:
+        k = (r["src_ip"], r["sport"], r["dst_ip"], r["dport"])
+        if per_flow_b is not None and k in per_flow_b:
+            n_in, n_out, ddrop, qs = per_flow_b[k]
+            r.update(bneck_in=n_in, bneck_out=n_out, drops=n_in - n_out, data_drops=ddrop,
+                     qdelay_mean_s=qs / n_out if n_out else "")
+        else:
+            r.update(bneck_in="", bneck_out="", drops="", data_drops="", qdelay_mean_s="")
+        c = fav.get((r["src_ip"], r["dst_ip"], r["sport"], r["dport"]), Counter()) if fav is not None else None
+        for v in VERDICTS:
+            r["fav_" + v] = c[v] if c is not None else ""
+    os.makedirs(outdir, exist_ok=True)
+    flows.sort(key=lambda r: (r["flow_id"] if r["flow_id"] != "" else 1 << 62, r["syn_t"] or 0))
+    write_csv(os.path.join(outdir, "flows.csv"), flows, FLOW_COLS)
+    if write_packets:
+        with gzip.open(os.path.join(outdir, "packets.csv.gz"), "wt", newline="") as f:
+            w = csv.writer(f)
+            w.writerow(["t_in", "t_out", "qdelay_s", "src", "sport", "dst", "dport", "seq", "ipid", "len", "dropped"])
+            for p, t_out in bpairs:
+                w.writerow([f"{p.t:.6f}", "" if t_out is None else f"{t_out:.6f}",
+                            "" if t_out is None else f"{t_out - p.t:.6f}", p.src, p.sport, p.dst, p.dport,
+                            p.seq, p.ipid, p.plen, int(t_out is None)])
+    run = run_row(spec, fid, flows, nstat_deltas(rundir), rundir)
+    write_csv(os.path.join(outdir, "run.csv"), [run], list(run))
+    return flows, run
+
+
+FLOW_COLS = ["run_id", "flow_id", "src", "dst", "direction", "src_ip", "sport", "dst_ip", "dport", "start_s",
+             "size_bytes", "L", "syn_t", "done_t", "latency_s", "complete", "warmup", "in_metrics",
+             "syn_retrans", "data_pkts", "R", "RTO", "rto_data", "FR", "TLP", "other_rec", "spurious",
+             "goodput_bps", "bneck_in", "bneck_out", "drops", "data_drops", "qdelay_mean_s"] + \
+            ["fav_" + v for v in VERDICTS]
+
+
+def pick_captures(key, caps, s):
+    """Sender and receiver capture of a connection: from the schedule's src/dst when the flow id is known,
+    else the capture that saw the connection first is the sender's."""
+    seen = {h: c[key] for h, c in caps.items() if key in c}
+    if s and s["src"] in seen:
+        return s["src"], seen[s["src"]], s["dst"], seen.get(s["dst"], [])
+    order = sorted(seen, key=lambda h: seen[h][0].t)
+    rh = order[1] if len(order) > 1 else ""
+    return order[0], seen[order[0]], rh, seen.get(rh, [])
+
+
+def flow_row(key, caps, sched, profile, mss, warmup):
+    fid = size = None
+    for c in caps.values():
+        if key in c:
+            fid, size = flow_header(c[key], key)
+            if fid is not None:
+                break
+    s = sched.get(fid) if fid is not None else None
+    shost, pk, rhost, rpk = pick_captures(key, caps, s)
+    snd = sender_side(pk, key, profile)
+    size_bytes = int(s["size_bytes"]) if s else size
+    rcv = receiver_side(rpk, key, snd["isn"], size_bytes)
+    complete = rcv["done_t"] is not None and snd["syn_t"] is not None
+    lat = rcv["done_t"] - snd["syn_t"] if complete else ""
+    start = float(s["start_s"]) if s else ""
+    L = int(s["size_pkts"]) if s else (-(-size_bytes // mss) if size_bytes else "")
+    is_warm = start != "" and start < warmup
+    return dict(run_id="", flow_id=fid if fid is not None else "", src=shost, dst=rhost, direction=s.get("direction", "") if s else "",
+                src_ip=key[0], sport=key[1], dst_ip=key[2], dport=key[3], start_s=start,
+                size_bytes=size_bytes if size_bytes is not None else "", L=L, syn_t=snd["syn_t"],
+                done_t=rcv["done_t"] if complete else "", latency_s=lat, complete=int(complete),
+                warmup=int(is_warm), in_metrics=int(complete and not is_warm and s is not None),
+                syn_retrans=snd["syn_retrans"], data_pkts=snd["data_pkts"], R=snd["retrans"],
+                RTO=snd["rto"] + snd["syn_retrans"], rto_data=snd["rto"], FR=snd["fr"], TLP=snd["tlp"],
+                other_rec=snd["other_rec"], spurious=rcv["dup_arrivals"],
+                goodput_bps=8 * size_bytes / lat if complete and lat > 0 and size_bytes else "")
+
+
+def run_row(spec, fid, flows, nst, rundir):
+    m = [f for f in flows if f["in_metrics"]]
+    aqm = spec.get("aqm", {})
+    tcp = spec.get("tcp", {})
+    row = dict(run_id=spec.get("run_id", os.path.basename(rundir.rstrip("/"))),
+               config_name=spec.get("config_name", ""), scenario=spec.get("scenario", ""),
+               aqm=aqm.get("name", "") if isinstance(aqm, dict) else aqm, load=spec.get("load", ""),
+               iw=tcp.get("iw", ""), profile=tcp.get("profile", ""), replication=spec.get("replication", ""),
+               seed=spec.get("seed", ""), bottleneck_mbps=spec.get("topology", {}).get("bottleneck_mbps", ""),
+               buffer_pkts=spec.get("topology", {}).get("buffer_pkts", ""),
+               valid=int(bool(fid.get("valid"))), invalid_reasons="; ".join(fid.get("reasons", [])),
+               flows_total=len(flows), flows_complete=sum(f["complete"] for f in flows),
+               flows_in_metrics=len(m), flows_unmatched=sum(1 for f in flows if f["flow_id"] == ""))
+    for k in ["syn_retrans", "R", "RTO", "rto_data", "FR", "TLP", "spurious"]:
+        row["ours_" + k] = sum(int(f[k]) for f in flows)
+    for k in NSTAT_KEYS:
+        row["nstat_" + k] = nst[k] if nst is not None else ""
+    for f in flows:
+        f["run_id"] = row["run_id"]
+    return row
+
+
+def write_csv(path, rows, cols):
+    with open(path, "w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=cols, extrasaction="ignore")
+        w.writeheader()
+        for r in rows:
+            w.writerow(r)
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--run", required=True, help="run directory (contracts.md 'Run directory')")
+    ap.add_argument("--out", required=True, help="table directory to write")
+    ap.add_argument("--no-packets", action="store_true", help="skip packets.csv.gz")
+    a = ap.parse_args(argv)
+    try:
+        flows, run = extract(a.run, a.out, not a.no_packets)
+    except (ValueError, FileNotFoundError) as e:
+        sys.exit(f"extract: {e}")
+    print(f"{run['run_id']}: {len(flows)} flows, {run['flows_in_metrics']} in metrics -> {a.out}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,165 @@
+"""Crafted run directories with known answers (dpkt writes the pcaps)."""
+import json
+import os
+import struct
+
+import dpkt
+
+MSS = 1460
+D = 0.05      # one-way delay sender capture -> receiver capture
+Q = 0.002     # queueing delay at the bottleneck
+HOSTS = {"a1": "10.0.1.1", "b1": "10.0.2.1"}
+
+
+def _frame(src, dst, sport, dport, flags, seq, ack, payload, ipid):
+    tcp = dpkt.tcp.TCP(sport=sport, dport=dport, seq=seq % (1 << 32), ack=ack % (1 << 32), flags=flags,
+                       win=65535, data=payload)
+    ip = dpkt.ip.IP(src=bytes(map(int, src.split("."))), dst=bytes(map(int, dst.split("."))), p=6,
+                    id=ipid, ttl=64, data=tcp)
+    ip.len = len(ip)
+    return bytes(dpkt.ethernet.Ethernet(src=b"\x02" * 6, dst=b"\x04" * 6, type=0x0800, data=ip))
+
+
+class Flow:
+    """One push flow a1 -> b1; methods record packets into the capture points with known fates."""
+
+    def __init__(self, run, fid, sport, nseg, isn=1000):
+        self.run, self.fid, self.sport, self.nseg, self.isn = run, fid, sport, nseg, isn
+        self.ipid = 100
+        self.s, self.r = HOSTS["a1"], HOSTS["b1"]
+
+    def _send(self, t, flags, seq, ack, payload, lost=False, at_bneck=True):
+        self.ipid += 1
+        f = _frame(self.s, self.r, self.sport, 5001, flags, seq, ack, payload, self.ipid)
+        self.run.add("sender-a1", t, f)
+        if at_bneck:
+            self.run.add("bneck-in", t + D / 2, f)
+        if not lost:
+            if at_bneck:
+                self.run.add("bneck-out", t + D / 2 + Q, f)
+            self.run.add("sender-b1", t + D, f)
+
+    def _recv(self, t, flags, seq, ack, lost=False):
+        f = _frame(self.r, self.s, 5001, self.sport, flags, seq, ack, b"", 7)
+        self.run.add("sender-b1", t, f)
+        if not lost:
+            self.run.add("sender-a1", t + D, f)
+
+    def syn(self, t, lost=False):
+        self._send(t, dpkt.tcp.TH_SYN, self.isn, 0, b"", lost)
+
+    def synack(self, t):
+        self._recv(t, dpkt.tcp.TH_SYN | dpkt.tcp.TH_ACK, 5000, self.isn + 1)
+
+    def data(self, t, i, lost=False):
+        payload = bytearray(MSS)
+        if i == 0:
+            payload[:16] = struct.pack("!QQ", self.fid, self.nseg * MSS)
+        self._send(t, dpkt.tcp.TH_ACK, self.isn + 1 + i * MSS, 5001, bytes(payload), lost)
+
+    def ack(self, t, nseg_acked, lost=False):
+        self._recv(t, dpkt.tcp.TH_ACK, 5001, self.isn + 1 + nseg_acked * MSS, lost)
+
+    def fin(self, t):
+        self._send(t, dpkt.tcp.TH_FIN | dpkt.tcp.TH_ACK, self.isn + 1 + self.nseg * MSS, 5001, b"")
+
+
+class Run:
+    def __init__(self, path, profile="paper", warmup_s=1.0):
+        self.path, self.profile, self.warmup = path, profile, warmup_s
+        self.caps = {k: [] for k in ["sender-a1", "sender-b1", "bneck-in", "bneck-out"]}
+        self.sched = []
+        self.favor = []
+
+    def add(self, point, t, frame):
+        self.caps[point].append((t, frame))
+
+    def flow(self, fid, sport, nseg, start_s):
+        self.sched.append((fid, start_s, nseg * MSS, nseg, "a1", "b1", "forward", "web"))
+        return Flow(self, fid, sport, nseg)
+
+    def write(self, aqm="droptail", valid=True, load=0.5, rep=0):
+        os.makedirs(os.path.join(self.path, "pcap"), exist_ok=True)
+        os.makedirs(os.path.join(self.path, "qdisc"), exist_ok=True)
+        for k, v in self.caps.items():
+            with open(os.path.join(self.path, "pcap", k + ".pcap"), "wb") as f:
+                w = dpkt.pcap.Writer(f, snaplen=128)
+                for t, fr in sorted(v, key=lambda x: x[0]):
+                    w.writepkt(fr[:128], ts=t)
+        with open(os.path.join(self.path, "schedule.csv"), "w") as f:
+            f.write("# seed=1\nflow_id,start_s,size_bytes,size_pkts,src,dst,direction,kind\n")
+            for r in sorted(self.sched, key=lambda r: r[1]):
+                f.write(",".join(map(str, r)) + "\n")
+        spec = {"run_id": os.path.basename(self.path), "config_name": "test", "scenario": "dumbbell",
+                "topology": {"bottleneck_mbps": 10, "buffer_pkts": 8, "mtu": 1500},
+                "aqm": {"name": aqm}, "tcp": {"profile": self.profile, "iw": 2}, "load": load,
+                "replication": rep, "seed": 1, "warmup_s": self.warmup, "schedule": "schedule.csv"}
+        json.dump(spec, open(os.path.join(self.path, "run.json"), "w"))
+        json.dump({"valid": valid, "reasons": [] if valid else ["rate off"], "checks": {}},
+                  open(os.path.join(self.path, "fidelity.json"), "w"))
+        json.dump({"kernel": "test"}, open(os.path.join(self.path, "manifest.json"), "w"))
+        if self.favor:
+            with open(os.path.join(self.path, "qdisc", "favor-trace.csv"), "w") as f:
+                f.write("t_ns,dev,verdict,src,dst,sport,dport,proto,len,qlen\n")
+                for r in self.favor:
+                    f.write(",".join(map(str, r)) + "\n")
+        open(os.path.join(self.path, "DONE"), "w").close()
+        return self.path
+
+
+def clean(fl, t, acks=True):
+    """Handshake then all segments, each acked one RTT later; returns time after FIN."""
+    fl.syn(t)
+    fl.synack(t + D)
+    t += 2 * D
+    for i in range(fl.nseg):
+        fl.data(t + i * 0.001, i)
+    for i in range(fl.nseg):
+        fl.ack(t + D + i * 0.001 + 0.0005, i + 1)
+    fl.fin(t + 2 * D + 0.01)
+    return t + 2 * D + 0.01
+
+
+def standard_run(path, profile="paper"):
+    """Seven flows whose answers are known (see test_extract.py)."""
+    run = Run(path, profile)
+    # 0: clean, 3 segments
+    clean(run.flow(0, 40000, 3, 2.0), 2.0)
+    # 1: SYN lost once, retransmitted after 3 s
+    f = run.flow(1, 40001, 2, 3.0)
+    f.syn(3.0, lost=True)
+    clean(f, 6.0)
+    # 2: tail loss recovered by RTO (second of 2 segments lost, retransmitted after 1 s)
+    f = run.flow(2, 40002, 2, 10.0)
+    f.syn(10.0); f.synack(10.0 + D); t = 10.0 + 2 * D
+    f.data(t, 0); f.data(t + 0.001, 1, lost=True)
+    f.ack(t + D, 1)
+    f.data(t + 1.2, 1)
+    f.ack(t + 1.2 + D, 2)
+    f.fin(t + 1.2 + 2 * D)
+    # 3: fast retransmit: 6 segments, segment 1 lost, 4 dupacks, then retransmission
+    f = run.flow(3, 40003, 6, 15.0)
+    f.syn(15.0); f.synack(15.0 + D); t = 15.0 + 2 * D
+    for i in range(6):
+        f.data(t + i * 0.001, i, lost=(i == 1))
+    f.ack(t + D, 1)
+    for i in range(2, 6):
+        f.ack(t + D + i * 0.001, 1)
+    f.data(t + 2 * D + 0.006, 1)
+    f.ack(t + 3 * D + 0.006, 6)
+    f.fin(t + 3 * D + 0.01)
+    # 4: spurious retransmission: all data arrives but the ACK is lost, RTO resends segment 0
+    f = run.flow(4, 40004, 1, 20.0)
+    f.syn(20.0); f.synack(20.0 + D); t = 20.0 + 2 * D
+    f.data(t, 0)
+    f.ack(t + D, 1, lost=True)
+    f.data(t + 1.0, 0)
+    f.ack(t + 1.0 + D, 1)
+    f.fin(t + 1.0 + 2 * D)
+    # 5: warm-up flow (start 0.5 < warmup 1.0), clean
+    clean(run.flow(5, 40005, 2, 0.5), 0.5)
+    # 6: cut by the end of the capture: 4 segments, only 2 sent
+    f = run.flow(6, 40006, 4, 30.0)
+    f.syn(30.0); f.synack(30.0 + D); t = 30.0 + 2 * D
+    f.data(t, 0); f.data(t + 0.001, 1)
+    return run
