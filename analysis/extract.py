@@ -278,6 +278,7 @@ def extract(rundir, outdir, write_packets=True):
             r["fav_" + v] = c[v] if c is not None else ""
     os.makedirs(outdir, exist_ok=True)
     flows.sort(key=lambda r: (r["flow_id"] if r["flow_id"] != "" else 1 << 62, r["syn_t"] or 0))
+    run = run_row(spec, fid, flows, nstat_deltas(rundir), rundir)
     write_csv(os.path.join(outdir, "flows.csv"), flows, FLOW_COLS)
     if write_packets:
         with gzip.open(os.path.join(outdir, "packets.csv.gz"), "wt", newline="") as f:
@@ -287,7 +288,6 @@ def extract(rundir, outdir, write_packets=True):
                 w.writerow([f"{p.t:.6f}", "" if t_out is None else f"{t_out:.6f}",
                             "" if t_out is None else f"{t_out - p.t:.6f}", p.src, p.sport, p.dst, p.dport,
                             p.seq, p.ipid, p.plen, int(t_out is None)])
-    run = run_row(spec, fid, flows, nstat_deltas(rundir), rundir)
     write_csv(os.path.join(outdir, "run.csv"), [run], list(run))
     return flows, run
 

@@ -1,0 +1,11 @@
+# Sources every analysis R file next to this one.
+here <- local({ a <- commandArgs(FALSE); f <- sub("^--file=", "", a[grep("^--file=", a)]); if (length(f)) dirname(normalizePath(f)) else getwd() })
+if (!exists("favorlab_R_dir")) favorlab_R_dir <- here
+for (f in c("metrics.R", "load.R", "theme.R", "fig_latency.R", "fig_load.R", "fig_length.R", "fig_pairs.R", "verdict_lib.R"))
+  source(file.path(favorlab_R_dir, f))
+skip_fig <- function(id, why) { message(sprintf("skip %s: %s", id, why)); invisible(NULL) }
+parse_args <- function(names) {
+  a <- commandArgs(TRUE); v <- list()
+  for (n in names) { i <- match(paste0("--", n), a); if (is.na(i) || i == length(a)) stop(sprintf("missing --%s", n)); v[[n]] <- a[i + 1] }
+  v
+}

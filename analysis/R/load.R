@@ -1,0 +1,21 @@
+# Reading the extraction tables: TABLES/<run_id>/{flows.csv, run.csv} (analysis/README.md).
+suppressPackageStartupMessages(library(data.table))
+
+read_tables <- function(dir) {
+  if (!dir.exists(dir)) stop(sprintf("tables directory %s does not exist; run `python -m analysis.extract` first", dir))
+  runs_f <- list.files(dir, pattern = "^run\\.csv$", recursive = TRUE, full.names = TRUE)
+  if (!length(runs_f)) stop(sprintf("no run.csv under %s; run `python -m analysis.extract --run RUNDIR --out %s/<run_id>`", dir, dir))
+  runs <- rbindlist(lapply(runs_f, fread, colClasses = list(character = "invalid_reasons")), fill = TRUE)
+  fl <- rbindlist(lapply(file.path(dirname(runs_f), "flows.csv"), function(f) {
+    d <- fread(f, colClasses = "character"); if (nrow(d)) d else NULL
+  }), fill = TRUE)
+  keep <- c("run_id", "aqm", "load", "iw", "profile", "replication", "bottleneck_mbps", "buffer_pkts", "valid", "scenario")
+  if (nrow(fl)) fl <- merge(fl, runs[, intersect(keep, names(runs)), with = FALSE], by = "run_id")
+  list(runs = runs, flows = fl, invalid = runs[valid != 1])
+}
+
+# Flows of valid runs that enter the metrics.
+metric_flows <- function(t) t$flows[valid == 1 & in_metrics == "1"]
+
+aqm_is_dt <- function(a) tolower(a) %in% c("droptail", "dt", "pfifo", "fifo")
+aqm_is_faq <- function(a) tolower(a) %in% c("favor", "favorqueue", "faq")

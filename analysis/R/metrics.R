@@ -1,0 +1,92 @@
+# One function per metric, each formula in one place (FavorQueue paper, Anelli/Diana/Lochin 2013).
+# Inputs are data.tables of flows.csv rows (see analysis/README.md); callers pick the flows
+# (normally in_metrics == 1, i.e. complete, out of warm-up, joined to the schedule).
+suppressPackageStartupMessages(library(data.table))
+
+num <- function(x) suppressWarnings(as.numeric(x))
+
+# Mean latency (s): SYN first sent (sender capture) -> last missing data byte received (receiver capture).
+latency_mean <- function(fl) mean(num(fl$latency_s), na.rm = TRUE)
+latency_sd <- function(fl) sd(num(fl$latency_s), na.rm = TRUE)
+
+# Drop ratio: packets of the flows lost at the bottleneck / packets of the flows that arrived there.
+drop_ratio <- function(fl) {
+  i <- num(fl$bneck_in); d <- num(fl$drops); ok <- !is.na(i) & !is.na(d)
+  if (!any(ok) || sum(i[ok]) == 0) return(NA_real_)
+  sum(d[ok]) / sum(i[ok])
+}
+
+# SYN loss ratio: SYN retransmissions / SYNs sent (every SYN retransmission follows a lost SYN or SYN-ACK).
+syn_loss_ratio <- function(fl) {
+  r <- num(fl$syn_retrans)
+  sum(r) / sum(1 + r)
+}
+
+# RTO ratio, Eq. 3: T(rho) = sum RTO_i / sum (L_i + R_i)
+rto_ratio <- function(fl) sum(num(fl$RTO)) / sum(num(fl$L) + num(fl$R))
+
+# RTO recovery ratio, Eq. 4: tau(x) = sum RTO_i / sum (RTO_i + FR_i)
+rto_recovery_ratio <- function(fl) {
+  den <- sum(num(fl$RTO) + num(fl$FR))
+  if (den == 0) NA_real_ else sum(num(fl$RTO)) / den
+}
+
+# Per-flow latency difference Delta_i = T_DT,i - T_FaQ,i, paired by flow_id within the same
+# schedule (same load, iw, replication). dt and faq are flows tables of the two AQMs' runs.
+paired_delta <- function(dt, faq, by = c("load", "iw", "replication", "flow_id")) {
+  by <- intersect(by, intersect(names(dt), names(faq)))
+  a <- dt[, c(by, "L", "latency_s"), with = FALSE]
+  b <- faq[, c(by, "latency_s"), with = FALSE]
+  setnames(a, "latency_s", "T_dt"); setnames(b, "latency_s", "T_faq")
+  p <- merge(a, b, by = by)
+  p[, `:=`(T_dt = num(T_dt), T_faq = num(T_faq))]
+  p <- p[!is.na(T_dt) & !is.na(T_faq)]
+  p[, delta := T_dt - T_faq]
+  p[]
+}
+
+# Latency gain, Eq. 2: G(x) = sum Delta_x,i / sum Td_x,i over the N flows of length x.
+# part = "total", "positive" (only improved flows' Delta) or "negative" (only worsened flows').
+latency_gain <- function(pairs, part = c("total", "positive", "negative")) {
+  part <- match.arg(part)
+  d <- pairs$delta
+  d <- switch(part, total = d, positive = pmax(d, 0), negative = pmin(d, 0))
+  sum(d) / sum(pairs$T_dt)
+}
+
+# Eq. 5: P(Favor | S = s) = sum fa_i / sum (s + R_i)
+p_favor <- function(fl) {
+  fa <- num(fl$fav_favored)
+  if (all(is.na(fa))) return(NA_real_)
+  sum(fa, na.rm = TRUE) / sum(num(fl$L) + num(fl$R))
+}
+
+# Push-out share of drops: push-out victims / all drops recorded by the favor trace.
+pushout_share <- function(fl) {
+  po <- num(fl$fav_pushout_victim)
+  all <- po + num(fl$fav_drop_favored) + num(fl$fav_drop_standard)
+  if (all(is.na(all)) || sum(all, na.rm = TRUE) == 0) return(NA_real_)
+  sum(po, na.rm = TRUE) / sum(all, na.rm = TRUE)
+}
+
+# Normalized goodput: mean per-flow goodput (bytes / latency) as a share of the bottleneck rate.
+normalized_goodput <- function(fl, bottleneck_bps) mean(num(fl$goodput_bps), na.rm = TRUE) / bottleneck_bps
+
+# Mean queueing delay (s) over all packets that left the bottleneck (per-flow means weighted by packets out).
+mean_queueing_delay <- function(fl) {
+  q <- num(fl$qdelay_mean_s); n <- num(fl$bneck_out); ok <- !is.na(q) & !is.na(n) & n > 0
+  if (!any(ok)) NA_real_ else sum(q[ok] * n[ok]) / sum(n[ok])
+}
+
+# Share of flows faster / slower / unchanged (|Delta| <= eps) and faster by more than 1 s (claim C6).
+delta_shares <- function(pairs, eps = 0.001) {
+  d <- pairs$delta
+  c(unchanged = mean(abs(d) <= eps), faster = mean(d > eps), slower = mean(d < -eps), faster_1s = mean(d > 1))
+}
+
+# Flow-length classes used on the x axes (log-spaced, as in the paper's figures).
+length_class <- function(L) {
+  br <- c(0, 1, 2, 3, 5, 10, 20, 50, 100, 200, 500, 1000, Inf)
+  lab <- c("1", "2", "3", "4-5", "6-10", "11-20", "21-50", "51-100", "101-200", "201-500", "501-1000", ">1000")
+  cut(num(L), breaks = br, labels = lab)
+}

@@ -1,0 +1,5 @@
+# Rscript analysis/R/tests/run.R  -- runs the testthat unit tests of the R metrics.
+favorlab_R_dir <- normalizePath(file.path(dirname(sub("^--file=", "", grep("^--file=", commandArgs(FALSE), value = TRUE))), ".."))
+source(file.path(favorlab_R_dir, "common.R"))
+library(testthat)
+res <- test_file(file.path(favorlab_R_dir, "tests", "test_metrics.R"), reporter = "summary", stop_on_failure = TRUE)

@@ -1,0 +1,49 @@
+import os
+import shutil
+import subprocess
+
+import pytest
+
+from analysis import extract as ex
+from analysis.tests import synth
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+need_r = pytest.mark.skipif(shutil.which("Rscript") is None, reason="Rscript missing (apt-get install r-base-core r-cran-data.table r-cran-ggplot2 r-cran-testthat)")
+
+
+@need_r
+def test_r_metric_unit_tests_pass():
+    r = subprocess.run(["Rscript", "analysis/R/tests/run.R"], cwd=ROOT, capture_output=True, text=True)
+    assert r.returncode == 0, r.stdout + r.stderr
+
+
+@pytest.fixture(scope="module")
+def results(tmp_path_factory):
+    d = tmp_path_factory.mktemp("results")
+    for aqm in ["droptail", "favor"]:
+        for rep in [0, 1]:
+            rid = f"dumbbell_{aqm}_load0.5_rep{rep}"
+            run = synth.standard_run(str(d / "runs" / rid))
+            ex.extract(run.write(aqm=aqm, rep=rep, valid=not (aqm == "favor" and rep == 1)), str(d / "tables" / rid))
+    return d
+
+
+@need_r
+def test_figures_and_verdict_from_tables(results):
+    d = results
+    r = subprocess.run(["Rscript", "analysis/R/figures.R", "--tables", str(d / "tables"), "--out", str(d / "figures")],
+                       cwd=ROOT, capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    for fig in ["F2", "F3", "F10", "F19", "F20"]:
+        assert (d / "figures" / f"{fig}.png").stat().st_size > 1000 and (d / "figures" / f"{fig}.pdf").exists()
+    assert "dumbbell_favor_load0.5_rep1" in (d / "figures" / "invalid-runs.csv").read_text()
+    r = subprocess.run(["Rscript", "analysis/R/verdict.R", "--tables", str(d / "tables"), "--out", str(d / "verdict.csv")],
+                       cwd=ROOT, capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    import csv
+    rows = list(csv.DictReader(open(d / "verdict.csv")))
+    assert [x["claim"] for x in rows] == [f"C{i}" for i in range(1, 19)]
+    by = {x["claim"]: x for x in rows}
+    # identical DT and FaQ flows: "FaQ lower" claims cannot hold; no favor trace: C14 not run
+    assert by["C12"]["status"] == "does not hold" and by["C14"]["status"] == "not run"
+    assert "dumbbell_favor_load0.5_rep1" not in by["C3"]["runs"]
