@@ -447,4 +447,6 @@ def manifest(spec: dict, run_dir: Path) -> dict:
                           for k in ("version", "srcversion")}
     else:
         m["sch_favor"] = None
+    f = m["sch_favor"]   # one string for tables (analysis/report.py reads module_version)
+    m["module_version"] = f"sch_favor {f['version']} ({f['srcversion']})" if f else ""
     return m
