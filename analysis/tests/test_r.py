@@ -47,3 +47,18 @@ def test_figures_and_verdict_from_tables(results):
     # identical DT and FaQ flows: "FaQ lower" claims cannot hold; no favor trace: C14 not run
     assert by["C12"]["status"] == "does not hold" and by["C14"]["status"] == "not run"
     assert "dumbbell_favor_load0.5_rep1" not in by["C3"]["runs"]
+
+
+@need_r
+def test_report_embeds_figures_verdict_and_invalid_runs(results):
+    from analysis import report
+    d = results
+    subprocess.run(["Rscript", "analysis/R/figures.R", "--tables", str(d / "tables"), "--out", str(d / "figures")], cwd=ROOT, check=True,
+                   capture_output=True)
+    subprocess.run(["Rscript", "analysis/R/verdict.R", "--tables", str(d / "tables"), "--out", str(d / "verdict.csv")], cwd=ROOT,
+                   check=True, capture_output=True)
+    report.main(["--results", str(d), "--out", str(d / "report.html")])
+    h = (d / "report.html").read_text()
+    assert h.count("data:image/png;base64,") >= 5
+    assert "<td>C18</td>" in h and "Invalid runs (1)" in h and "rate off" in h
+    assert "src='figures/" not in h  # self-contained
