@@ -79,7 +79,8 @@ def sender_side(pkts, key, profile):
     Returns syn time, SYN retransmissions, data segments sent, retransmissions and recovery episodes by class.
     A retransmission is a data segment starting below snd_max. It opens a recovery episode when none is open:
       fr  : >= 3 duplicate ACKs (or a SACK block above snd_una) since the last new ACK;
-      tlp : linux profile, probe of the highest segment (seq end == snd_max) with no dupacks before any RTO;
+      tlp : linux profile, re-sent highest segment (end == snd_max), no dupacks, after a silence shorter than
+            the smallest Linux RTO (handshake RTT + 200 ms): a tail-loss probe (PTO = 2 SRTT);
       rto : otherwise, after a silence of at least MIN_RTO_S since the last segment or ACK;
       other: anything else (e.g. RACK reordering-window retransmission).
     An episode closes when snd_una reaches the snd_max recorded when it opened; a retransmission of
@@ -90,6 +91,9 @@ def sender_side(pkts, key, profile):
     out = dict(syn_t=syns[0].t if syns else None, syn_retrans=max(len(syns) - 1, 0),
                data_pkts=0, retrans=0, rto=0, fr=0, tlp=0, other_rec=0, first_t=pkts[0].t)
     isn = syns[0].seq if syns else None
+    synack = next((p.t for p in pkts if p.src == rcv and p.flags & SYN and p.flags & ACK), None)
+    rtt0 = synack - syns[-1].t if syns and synack is not None and synack >= syns[-1].t else 0.0
+    rto_floor = MIN_RTO_S + (rtt0 if profile == "linux" else 0.0)
     snd_max = snd_una = None
     dupacks, sack_loss, last_ev = 0, False, pkts[0].t
     episode_end = None  # snd_max when the open recovery episode started
@@ -107,7 +111,7 @@ def sender_side(pkts, key, profile):
                 if episode_end is None:
                     if dupacks >= 3 or sack_loss:
                         cls = "fr"
-                    elif profile == "linux" and end == snd_max and p.seq != snd_una and dupacks == 0:
+                    elif profile == "linux" and end == snd_max and dupacks == 0 and gap < rto_floor:
                         cls = "tlp"
                     elif gap >= MIN_RTO_S:
                         cls = "rto"
@@ -176,17 +180,30 @@ def receiver_side(pkts, key, isn, data_bytes):
 
 
 def bottleneck(in_pkts, out_pkts):
-    """Match bottleneck in/out by (5-tuple, seq, ip id, flags). Returns per-packet pairs and per-flow counts."""
-    outs = defaultdict(list)
-    for p in out_pkts:
-        outs[(p.src, p.sport, p.dst, p.dport, p.seq, p.ipid, p.flags)].append(p.t)
-    pairs = []
-    for p in in_pkts:
-        k = (p.src, p.sport, p.dst, p.dport, p.seq, p.ipid, p.flags)
-        lst = outs.get(k)
-        t_out = lst.pop(0) if lst else None
-        pairs.append((p, t_out))
-    return pairs
+    """Match bneck-in to bneck-out packets by (5-tuple, seq, ip id, flags).
+
+    Each out packet takes the latest unmatched in packet with the same key that arrived before it, so a
+    retransmitted SYN (same seq, often IP id 0) pairs with its own copy, not the dropped one.
+    Returns [(in packet, t_out or None)] in bneck-in order; None means dropped at the bottleneck.
+    """
+    ins = list(in_pkts)
+    by_key = defaultdict(list)
+    for i, p in enumerate(ins):
+        by_key[(p.src, p.sport, p.dst, p.dport, p.seq, p.ipid, p.flags)].append(i)
+    t_out = [None] * len(ins)
+    for q in sorted(out_pkts, key=lambda q: q.t):
+        cand = by_key.get((q.src, q.sport, q.dst, q.dport, q.seq, q.ipid, q.flags))
+        if not cand:
+            continue
+        best = None
+        for j in cand:
+            if ins[j].t <= q.t and t_out[j] is None:
+                best = j
+            elif ins[j].t > q.t:
+                break
+        if best is not None:
+            t_out[best] = q.t
+    return list(zip(ins, t_out))
 
 
 def read_favor_trace(path):

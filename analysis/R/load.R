@@ -14,8 +14,12 @@ read_tables <- function(dir) {
   list(runs = runs, flows = fl, invalid = runs[valid != 1])
 }
 
-# Flows of valid runs that enter the metrics.
-metric_flows <- function(t) t$flows[valid == 1 & in_metrics == "1"]
+# Flows of valid runs that enter the metrics: forward (through the AQM), complete, out of warm-up.
+metric_flows <- function(t) {
+  f <- t$flows[valid == 1 & in_metrics == "1"]
+  if ("direction" %in% names(f)) f <- f[direction %in% c("forward", "")]
+  f
+}
 
 aqm_is_dt <- function(a) tolower(a) %in% c("droptail", "dt", "pfifo", "fifo")
 aqm_is_faq <- function(a) tolower(a) %in% c("favor", "favorqueue", "faq")

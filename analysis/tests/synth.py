@@ -11,9 +11,13 @@ Q = 0.002     # queueing delay at the bottleneck
 HOSTS = {"a1": "10.0.1.1", "b1": "10.0.2.1"}
 
 
-def _frame(src, dst, sport, dport, flags, seq, ack, payload, ipid):
+def _frame(src, dst, sport, dport, flags, seq, ack, payload, ipid, sack=()):
     tcp = dpkt.tcp.TCP(sport=sport, dport=dport, seq=seq % (1 << 32), ack=ack % (1 << 32), flags=flags,
                        win=65535, data=payload)
+    if sack:
+        opts = b"\x01\x01\x05" + bytes([2 + 8 * len(sack)]) + b"".join(struct.pack("!II", a, b) for a, b in sack)
+        tcp.opts = opts
+        tcp.off = 5 + len(opts) // 4
     ip = dpkt.ip.IP(src=bytes(map(int, src.split("."))), dst=bytes(map(int, dst.split("."))), p=6,
                     id=ipid, ttl=64, data=tcp)
     ip.len = len(ip)
@@ -39,8 +43,8 @@ class Flow:
                 self.run.add("bneck-out", t + D / 2 + Q, f)
             self.run.add("sender-b1", t + D, f)
 
-    def _recv(self, t, flags, seq, ack, lost=False):
-        f = _frame(self.r, self.s, 5001, self.sport, flags, seq, ack, b"", 7)
+    def _recv(self, t, flags, seq, ack, lost=False, sack=()):
+        f = _frame(self.r, self.s, 5001, self.sport, flags, seq, ack, b"", 7, sack)
         self.run.add("sender-b1", t, f)
         if not lost:
             self.run.add("sender-a1", t + D, f)
@@ -57,8 +61,12 @@ class Flow:
             payload[:16] = struct.pack("!QQ", self.fid, self.nseg * MSS)
         self._send(t, dpkt.tcp.TH_ACK, self.isn + 1 + i * MSS, 5001, bytes(payload), lost)
 
-    def ack(self, t, nseg_acked, lost=False):
-        self._recv(t, dpkt.tcp.TH_ACK, 5001, self.isn + 1 + nseg_acked * MSS, lost)
+    def ack(self, t, nseg_acked, lost=False, sack_segs=None):
+        """Cumulative ACK of nseg_acked segments; sack_segs=(first, last) adds one SACK block."""
+        sack = ()
+        if sack_segs:
+            sack = ((self.isn + 1 + sack_segs[0] * MSS, self.isn + 1 + (sack_segs[1] + 1) * MSS),)
+        self._recv(t, dpkt.tcp.TH_ACK, 5001, self.isn + 1 + nseg_acked * MSS, lost, sack)
 
     def fin(self, t):
         self._send(t, dpkt.tcp.TH_FIN | dpkt.tcp.TH_ACK, self.isn + 1 + self.nseg * MSS, 5001, b"")
@@ -162,4 +170,29 @@ def standard_run(path, profile="paper"):
     f = run.flow(6, 40006, 4, 30.0)
     f.syn(30.0); f.synack(30.0 + D); t = 30.0 + 2 * D
     f.data(t, 0); f.data(t + 0.001, 1)
+    return run
+
+
+def linux_run(path):
+    """linux profile: SACK-triggered fast retransmit (1 dupack with SACK) and a tail-loss probe."""
+    run = Run(path, "linux")
+    # 0: 4 segments, segment 1 lost; one SACKed dupack then the retransmission -> FR (SACK-indicated)
+    f = run.flow(0, 41000, 4, 2.0)
+    f.syn(2.0); f.synack(2.0 + D); t = 2.0 + 2 * D
+    for i in range(4):
+        f.data(t + i * 0.001, i, lost=(i == 1))
+    f.ack(t + D, 1)
+    f.ack(t + D + 0.002, 1, sack_segs=(2, 2))
+    f.data(t + 2 * D + 0.003, 1)   # the SACKed dupack reaches the sender at t + 2D + 0.002
+    f.ack(t + 3 * D + 0.004, 4)
+    f.fin(t + 2 * D + 0.01)
+    # 1: 3 segments, last lost, probe after 2 RTT (0.2 s) without dupacks -> TLP, not RTO
+    f = run.flow(1, 41001, 3, 5.0)
+    f.syn(5.0); f.synack(5.0 + D); t = 5.0 + 2 * D
+    for i in range(3):
+        f.data(t + i * 0.001, i, lost=(i == 2))
+    f.ack(t + D + 0.001, 2)
+    f.data(t + D + 0.001 + 2 * 2 * D, 2)
+    f.ack(t + D + 0.001 + 2 * 2 * D + 2 * D, 3)
+    f.fin(t + 1.0)
     return run

@@ -101,3 +101,25 @@ def test_tshark_cross_check_identical_counts(tables):
         res = crosscheck.compare(os.path.join(rundir, "pcap", point + ".pcap"))
         assert res["fast_packets"] == res["tshark_packets"] > 0
         assert res["fast_flows"] == res["tshark_flows"] > 0
+
+
+def test_linux_profile_sack_fast_retransmit_and_tail_loss_probe(tmp_path):
+    flows, _ = ex.extract(synth.linux_run(str(tmp_path / "r")).write(), str(tmp_path / "t"), False)
+    by = {f["flow_id"]: f for f in flows}
+    assert (by[0]["R"], by[0]["FR"], by[0]["RTO"]) == (1, 1, 0)
+    assert (by[1]["R"], by[1]["TLP"], by[1]["RTO"], by[1]["FR"]) == (1, 1, 0, 0)
+    assert by[0]["complete"] == by[1]["complete"] == 1
+
+
+def test_bottleneck_pairs_retransmitted_syn_with_its_own_copy():
+    from analysis.pcapread import Pkt
+    mk = lambda t: Pkt(t, "10.0.0.1", "10.0.0.2", 1, 2, 2, 100, 0, 0, 0, 0, [], None)
+    pairs = ex.bottleneck([mk(1.0), mk(4.0)], [mk(4.003)])
+    assert [t for _, t in pairs] == [None, 4.003]
+
+
+def test_schedule_without_required_columns_is_refused(tmp_path):
+    p = tmp_path / "s.csv"
+    p.write_text("flow_id,start_s\n0,1.0\n")
+    with pytest.raises(ValueError, match="size_bytes"):
+        ex.read_schedule(str(p))
