@@ -271,7 +271,12 @@ def extract(rundir, outdir, write_packets=True):
     bpairs, per_flow_b = [], None
     bin_, bout = os.path.join(pdir, "bneck-in.pcap"), os.path.join(pdir, "bneck-out.pcap")
     if os.path.exists(bin_) and os.path.exists(bout):
-        bpairs = bottleneck(read_pcap(bin_), list(read_pcap(bout)))
+        # Only the forward direction crosses the bottleneck: keep packets sent by left hosts (a*); an
+        # interface capture also sees reverse traffic leaving rl, which never passes the AQM.
+        left = {f["src_ip"] for f in flows if str(f["src"]).startswith("a")} | \
+               {f["dst_ip"] for f in flows if str(f["dst"]).startswith("a")}
+        fwd = (lambda p: p.src in left) if left else (lambda p: True)
+        bpairs = bottleneck(filter(fwd, read_pcap(bin_)), [p for p in read_pcap(bout) if fwd(p)])
         per_flow_b = defaultdict(lambda: [0, 0, 0, 0.0])  # in, out, data drops, qdelay sum
         for p, t_out in bpairs:
             s = per_flow_b[(p.src, p.sport, p.dst, p.dport)]

@@ -53,6 +53,17 @@ def runs_section(rdir):
     return rows
 
 
+def nstat_section(tdir):
+    rows = []
+    for root, _, files in sorted(os.walk(tdir)) if os.path.isdir(tdir) else []:
+        if "run.csv" in files:
+            rows += _read(os.path.join(root, "run.csv"), [])
+    cols = ["run_id", "valid", "flows_in_metrics", "ours_RTO", "nstat_TcpExtTCPTimeouts", "ours_syn_retrans",
+            "nstat_TcpExtTCPSynRetrans", "ours_R", "nstat_TcpRetransSegs", "ours_FR", "nstat_TcpExtTCPFastRetrans",
+            "ours_TLP", "nstat_TcpExtTCPLossProbes"]
+    return table(rows, cols) if rows else "<p>no tables (run <code>python -m analysis.extract</code>)</p>"
+
+
 def render(results):
     parts = [f"<!doctype html><html><head><meta charset='utf-8'><title>favorlab report</title><style>{STYLE}</style></head><body>",
              f"<h1>favorlab report: {html.escape(os.path.basename(os.path.abspath(results)))}</h1>"]
@@ -64,6 +75,8 @@ def render(results):
     bad = [r for r in runs if r["valid"] != "yes"]
     parts.append(f"<h2>Invalid runs ({len(bad)}), left out of every figure and of the verdict</h2>")
     parts.append(table(bad, ["run", "reasons"]) if bad else "<p>none</p>")
+    parts.append("<h2>Recoveries: ours (captures) vs the senders' nstat counters</h2>")
+    parts.append(nstat_section(os.path.join(results, "tables")))
     fdir = os.path.join(results, "figures")
     figs = sorted((f for f in os.listdir(fdir) if f.endswith(".png")), key=lambda f: int(re.sub(r"\D", "", f) or 0)) \
         if os.path.isdir(fdir) else []

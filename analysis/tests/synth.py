@@ -111,6 +111,11 @@ class Run:
                 f.write("t_ns,dev,verdict,src,dst,sport,dport,proto,len,qlen\n")
                 for r in self.favor:
                     f.write(",".join(map(str, r)) + "\n")
+        os.makedirs(os.path.join(self.path, "nstat"), exist_ok=True)
+        for h, (b, a) in {"a1": (10, 13), "b1": (0, 1)}.items():
+            json.dump({"before": {"kernel": {"TcpExtTCPTimeouts": b, "TcpExtTCPSynRetrans": 0}},
+                       "after": {"kernel": {"TcpExtTCPTimeouts": a, "TcpExtTCPSynRetrans": 1}}},
+                      open(os.path.join(self.path, "nstat", h + ".json"), "w"))
         open(os.path.join(self.path, "DONE"), "w").close()
         return self.path
 

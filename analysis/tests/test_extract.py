@@ -123,3 +123,9 @@ def test_schedule_without_required_columns_is_refused(tmp_path):
     p.write_text("flow_id,start_s\n0,1.0\n")
     with pytest.raises(ValueError, match="size_bytes"):
         ex.read_schedule(str(p))
+
+
+def test_run_row_reports_nstat_deltas_beside_our_totals(tables):
+    run = tables[3]
+    assert run["nstat_TcpExtTCPTimeouts"] == "4" and run["nstat_TcpExtTCPSynRetrans"] == "2"
+    assert run["ours_RTO"] == "3" and run["ours_syn_retrans"] == "1" and run["valid"] == "1"

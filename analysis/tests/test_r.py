@@ -61,4 +61,5 @@ def test_report_embeds_figures_verdict_and_invalid_runs(results):
     h = (d / "report.html").read_text()
     assert h.count("data:image/png;base64,") >= 5
     assert "<td>C18</td>" in h and "Invalid runs (1)" in h and "rate off" in h
+    assert "nstat_TcpExtTCPTimeouts" in h
     assert "src='figures/" not in h  # self-contained
