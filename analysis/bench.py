@@ -15,6 +15,7 @@ import time
 
 import dpkt
 
+from analysis.extract import group_connections, sender_side
 from analysis.pcapread import read_pcap
 
 
@@ -49,6 +50,12 @@ def main(argv=None):
     n = sum(1 for _ in read_pcap(path))
     fast = time.perf_counter() - t
     print(f"fast reader: {n} packets in {fast:.2f} s = {n / fast:,.0f} packets/s")
+    t = time.perf_counter()
+    conns = group_connections(read_pcap(path))
+    for key, pk in conns.items():
+        sender_side(pk, key, "paper")
+    full = time.perf_counter() - t
+    print(f"flow facts : {n} packets in {full:.2f} s = {n / full:,.0f} packets/s (read + group + sender state machine)")
     if shutil.which("tshark"):
         t = time.perf_counter()
         out = subprocess.run(["tshark", "-n", "-r", path, "-T", "fields", "-e", "frame.time_epoch", "-e", "ip.src", "-e",

@@ -6,6 +6,7 @@ Definitions (see README.md): a flow is one TCP connection, keyed by the 5-tuple 
 sender (the host that sent the SYN). flow_id is read from the first 16 payload bytes (u64 flow id, u64 size).
 """
 import argparse
+import bisect
 import csv
 import gzip
 import json
@@ -46,9 +47,14 @@ def read_schedule(path):
 
 
 def group_connections(pkts):
-    """Split packets into connections: key = (sender ip, sport, receiver ip, dport) oriented by the SYN."""
+    """Split packets into connections, key = (sender ip, sport, receiver ip, dport, isn), oriented by the SYN.
+
+    The sender's ISN tells apart two connections that reuse the same 4-tuple (ports recycled after
+    TIME_WAIT in long runs); it is the same in the sender's and the receiver's capture. isn is None when
+    the capture missed the SYN.
+    """
     conns = defaultdict(list)
-    orient = {}
+    orient, cur = {}, {}
     for p in pkts:
         a, b = (p.src, p.sport), (p.dst, p.dport)
         k = frozenset((a, b))
@@ -59,7 +65,10 @@ def group_connections(pkts):
                 orient[k] = (p.src, p.sport, p.dst, p.dport)
             else:
                 continue
-        conns[orient[k]].append(p)
+        k4 = orient[k]
+        if p.flags & SYN and not p.flags & ACK and p.src == k4[0]:
+            cur[k4] = p.seq
+        conns[k4 + (cur.get(k4),)].append(p)
     return conns
 
 
@@ -267,7 +276,7 @@ def extract(rundir, outdir, write_packets=True):
         if fn.startswith("sender-") and fn.endswith(".pcap"):
             caps[fn[7:-5]] = group_connections(read_pcap(os.path.join(pdir, fn)))
     keys = {k for conns in caps.values() for k in conns}
-    flows = [flow_row(k, caps, sched, profile, mss, warmup) for k in sorted(keys)]
+    flows = [flow_row(k, caps, sched, profile, mss, warmup) for k in sorted(keys, key=str)]
     bpairs, per_flow_b = [], None
     bin_, bout = os.path.join(pdir, "bneck-in.pcap"), os.path.join(pdir, "bneck-out.pcap")
     if os.path.exists(bin_) and os.path.exists(bout):
@@ -278,8 +287,17 @@ def extract(rundir, outdir, write_packets=True):
         fwd = (lambda p: p.src in left) if left else (lambda p: True)
         bpairs = bottleneck(filter(fwd, read_pcap(bin_)), [p for p in read_pcap(bout) if fwd(p)])
         per_flow_b = defaultdict(lambda: [0, 0, 0, 0.0])  # in, out, data drops, qdelay sum
+        starts = defaultdict(list)  # 4-tuple -> sorted [(syn_t, row index)] to split reused 4-tuples
+        for i, f in enumerate(flows):
+            starts[(f["src_ip"], f["sport"], f["dst_ip"], f["dport"])].append((f["syn_t"] or 0.0, i))
+        for v in starts.values():
+            v.sort()
         for p, t_out in bpairs:
-            s = per_flow_b[(p.src, p.sport, p.dst, p.dport)]
+            inst = starts.get((p.src, p.sport, p.dst, p.dport))
+            if not inst:
+                continue
+            j = bisect.bisect_right([t for t, _ in inst], p.t) - 1
+            s = per_flow_b[inst[max(j, 0)][1]]
             s[0] += 1
             if t_out is not None:
                 s[1] += 1
@@ -287,10 +305,9 @@ def extract(rundir, outdir, write_packets=True):
             elif p.plen > 0:
                 s[2] += 1
     fav = read_favor_trace(os.path.join(rundir, "qdisc", "favor-trace.csv"))
-    for r in flows:
-        k = (r["src_ip"], r["sport"], r["dst_ip"], r["dport"])
-        if per_flow_b is not None and k in per_flow_b:
-            n_in, n_out, ddrop, qs = per_flow_b[k]
+    for i, r in enumerate(flows):
+        if per_flow_b is not None and i in per_flow_b:
+            n_in, n_out, ddrop, qs = per_flow_b[i]
             r.update(bneck_in=n_in, bneck_out=n_out, drops=n_in - n_out, data_drops=ddrop,
                      qdelay_mean_s=qs / n_out if n_out else "")
         else:

@@ -129,3 +129,18 @@ def test_run_row_reports_nstat_deltas_beside_our_totals(tables):
     run = tables[3]
     assert run["nstat_TcpExtTCPTimeouts"] == "4" and run["nstat_TcpExtTCPSynRetrans"] == "2"
     assert run["ours_RTO"] == "3" and run["ours_syn_retrans"] == "1" and run["valid"] == "1"
+
+
+def test_reused_four_tuple_gives_two_flows(tmp_path):
+    run = synth.Run(str(tmp_path / "r"))
+    synth.clean(run.flow(0, 42000, 2, 2.0), 2.0)
+    f = run.flow(1, 42000, 3, 9.0)
+    f.isn = 900000
+    f.syn(9.0, lost=True)
+    synth.clean(f, 12.0)
+    flows, _ = ex.extract(run.write(), str(tmp_path / "t"), False)
+    by = {x["flow_id"]: x for x in flows}
+    assert sorted(by) == [0, 1]
+    assert (by[0]["syn_retrans"], by[1]["syn_retrans"], by[1]["L"]) == (0, 1, 3)
+    assert (by[0]["bneck_in"], by[1]["bneck_in"], by[1]["drops"]) == (4, 6, 1)
+    assert by[1]["latency_s"] == pytest.approx(3.0 + 2 * synth.D + 0.002 + synth.D, abs=1e-6)
