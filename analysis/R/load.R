@@ -16,6 +16,7 @@ read_tables <- function(dir) {
 
 # Flows of valid runs that enter the metrics: forward (through the AQM), complete, out of warm-up.
 metric_flows <- function(t) {
+  if (!nrow(t$flows)) return(data.table(aqm = character(), L = character(), latency_s = character(), run_id = character()))
   f <- t$flows[valid == 1 & in_metrics == "1"]
   if ("direction" %in% names(f)) f <- f[direction %in% c("forward", "")]
   f

@@ -63,3 +63,13 @@ def test_report_embeds_figures_verdict_and_invalid_runs(results):
     assert "<td>C18</td>" in h and "Invalid runs (1)" in h and "rate off" in h
     assert "nstat_TcpExtTCPTimeouts" in h
     assert "src='figures/" not in h  # self-contained
+
+
+@need_r
+def test_verdict_on_runs_without_flows_says_not_run(tmp_path):
+    run = synth.Run(str(tmp_path / "runs" / "empty"))
+    ex.extract(run.write(), str(tmp_path / "tables" / "empty"))
+    r = subprocess.run(["Rscript", "analysis/R/verdict.R", "--tables", str(tmp_path / "tables"), "--out", str(tmp_path / "v.csv")],
+                       cwd=ROOT, capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    assert "18 not run" in r.stderr
