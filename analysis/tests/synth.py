@@ -86,7 +86,7 @@ class Run:
         self.sched.append((fid, start_s, nseg * MSS, nseg, "a1", "b1", "forward", "web"))
         return Flow(self, fid, sport, nseg)
 
-    def write(self, aqm="droptail", valid=True, load=0.5, rep=0):
+    def write(self, aqm="droptail", valid=True, load=0.5, rep=0, iw=2, buffer_pkts=8):
         os.makedirs(os.path.join(self.path, "pcap"), exist_ok=True)
         os.makedirs(os.path.join(self.path, "qdisc"), exist_ok=True)
         for k, v in self.caps.items():
@@ -99,8 +99,8 @@ class Run:
             for r in sorted(self.sched, key=lambda r: r[1]):
                 f.write(",".join(map(str, r)) + "\n")
         spec = {"run_id": os.path.basename(self.path), "config_name": "test", "scenario": "dumbbell",
-                "topology": {"bottleneck_mbps": 10, "buffer_pkts": 8, "mtu": 1500},
-                "aqm": {"name": aqm}, "tcp": {"profile": self.profile, "iw": 2}, "load": load,
+                "topology": {"bottleneck_mbps": 10, "buffer_pkts": buffer_pkts, "mtu": 1500},
+                "aqm": {"name": aqm}, "tcp": {"profile": self.profile, "iw": iw}, "load": load,
                 "replication": rep, "seed": 1, "warmup_s": self.warmup, "schedule": "schedule.csv"}
         json.dump(spec, open(os.path.join(self.path, "run.json"), "w"))
         json.dump({"valid": valid, "reasons": [] if valid else ["rate off"], "checks": {}},

@@ -73,3 +73,17 @@ def test_verdict_on_runs_without_flows_says_not_run(tmp_path):
                        cwd=ROOT, capture_output=True, text=True)
     assert r.returncode == 0, r.stderr
     assert "18 not run" in r.stderr
+
+
+@need_r
+def test_scenario_figures_appear_when_their_runs_exist(tmp_path):
+    for aqm in ["droptail", "favor"]:
+        for iw, buf in [(2, 8), (10, 8), (2, 60)]:
+            rid = f"{aqm}_iw{iw}_b{buf}"
+            ex.extract(synth.standard_run(str(tmp_path / "runs" / rid)).write(aqm=aqm, iw=iw, buffer_pkts=buf),
+                       str(tmp_path / "tables" / rid), False)
+    r = subprocess.run(["Rscript", "analysis/R/figures.R", "--tables", str(tmp_path / "tables"), "--out", str(tmp_path / "f")],
+                       cwd=ROOT, capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    for fig in ["F9", "F13", "F27"]:
+        assert (tmp_path / "f" / f"{fig}.png").exists(), r.stderr
