@@ -15,8 +15,16 @@ FIN, SYN, RST, PSH, ACK = 0x01, 0x02, 0x04, 0x08, 0x10
 _LINK_OFFSET = {1: 14, 113: 16, 276: 20, 101: 0, 12: 0, 228: 0}
 
 
+_IP_CACHE = {}
+
+
 def _ip_str(b):
-    return "%d.%d.%d.%d" % (b[0], b[1], b[2], b[3])
+    """Dotted quad, one shared str per address (saves memory on millions of packets)."""
+    b = bytes(b)
+    s = _IP_CACHE.get(b)
+    if s is None:
+        s = _IP_CACHE[b] = "%d.%d.%d.%d" % (b[0], b[1], b[2], b[3])
+    return s
 
 
 def _sack_blocks(opts):
@@ -79,7 +87,7 @@ def read_pcap(path):
             thl = (offfl >> 12) * 4
             flags = offfl & 0x3F
             plen = tot - ihl - thl
-            sack = _sack_blocks(buf[t0 + 20:t0 + thl]) if thl > 20 else []
+            sack = _sack_blocks(buf[t0 + 20:t0 + thl]) if thl > 20 else ()
             p0 = t0 + thl
             hdr16 = bytes(buf[p0:p0 + 16]) if plen >= 16 and len(buf) >= p0 + 16 else None
             yield Pkt(float(ts), _ip_str(buf[off + 12:off + 16]), _ip_str(buf[off + 16:off + 20]),
