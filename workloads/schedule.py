@@ -1,0 +1,277 @@
+"""Flow schedules: Poisson arrivals, Pareto (or other) sizes, sender/receiver pairs. Controller side.
+
+    python -m workloads.schedule --load 0.55 --capacity-mbps 10 --duration 60 --seed 7 \
+        --sizes pareto:shape=1.3,mean_pkts=30 [--reverse-load 0.1] [--mss 1460] [--topology dumbbell] \
+        --out schedule.csv
+
+Random streams (numpy.random.Generator(PCG64), NumPy's documented, version-stable bit generator):
+SeedSequence(seed).spawn(6) gives, in order, the forward arrivals, forward sizes, forward pairs, reverse
+arrivals, reverse sizes and reverse pairs streams. Each stream is consumed only by its own quantity, so
+changing the reverse load (or the size distribution) never moves a forward arrival, and changing the load
+only rescales the same unit-exponential inter-arrival draws.
+
+Load: rho = lambda * E[L] * packet_bytes / C, where L = ceil(X) is the flow length in packets actually
+sent and E[L] is its exact mean (computed from the distribution, not from the sample), so the configured
+load holds in expectation. The size parameter `mean_pkts` is the mean of the continuous draw X, as in the
+paper (45000 B = 30 packets); E[L] is about half a packet more and is recorded in the header.
+"""
+from __future__ import annotations
+
+import argparse
+import math
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+from scipy import optimize, special
+
+from workloads.schedfile import Flow, ScheduleError, read_schedule, write_schedule  # noqa: F401 (re-export)
+
+PACKET_BYTES = 1500
+STREAMS = ("forward-arrivals", "forward-sizes", "forward-pairs", "reverse-arrivals", "reverse-sizes",
+           "reverse-pairs")
+TOPOLOGIES = {
+    # (sender, receiver) of the forward direction; reverse flows go receiver -> sender.
+    "dumbbell": [(a, b) for a in ("a1", "a2", "a3") for b in ("b1", "b2", "b3")],
+}
+
+
+# ---------------------------------------------------------------- size distributions (in packets)
+@dataclass(frozen=True)
+class Sizes:
+    """A flow-length distribution: draw(rng, n) -> packets (int >= 1), mean_pkts_effective = E[L]."""
+    name: str
+    params: dict
+
+    def spec(self) -> str:
+        return self.name + (":" + ",".join(f"{k}={v:g}" for k, v in self.params.items()) if self.params else "")
+
+    def draw_continuous(self, rng: np.random.Generator, n: int) -> np.ndarray:
+        return DISTRIBUTIONS[self.name][1](self.params, rng, n)
+
+    def draw(self, rng: np.random.Generator, n: int) -> np.ndarray:
+        return np.maximum(1, np.ceil(self.draw_continuous(rng, n))).astype(np.int64)
+
+    @property
+    def mean_pkts_effective(self) -> float:
+        return DISTRIBUTIONS[self.name][2](self.params)
+
+
+def _pareto_xm(p):
+    return p["mean_pkts"] * (p["shape"] - 1) / p["shape"]
+
+
+def _pareto_draw(p, rng, n):
+    # numpy's pareto() is Lomax (Pareto II, scale 1); classic Pareto I with minimum xm is xm * (1 + Lomax)
+    return _pareto_xm(p) * (1.0 + rng.pareto(p["shape"], n))
+
+
+def _pareto_mean_l(p):
+    # E[ceil X] = sum_{k>=0} P(X > k) = n0 + xm^a * zeta(a, n0), n0 = ceil(xm) (Hurwitz zeta)
+    a, xm = p["shape"], _pareto_xm(p)
+    n0 = math.ceil(xm)
+    return n0 + xm ** a * float(special.zeta(a, n0))
+
+
+def _lomax_scale(p):
+    return p["mean_pkts"] * (p["shape"] - 1)
+
+
+def _lomax_draw(p, rng, n):
+    return _lomax_scale(p) * rng.pareto(p["shape"], n)
+
+
+def _lomax_mean_l(p):
+    # P(X > k) = (1 + k/s)^-a ; the k = 0 term is 1 (and ceil(0) is lifted to 1: P(X = 0) = 0)
+    a, s = p["shape"], _lomax_scale(p)
+    return s ** a * float(special.zeta(a, s))
+
+
+def _bp_mean(a, lo, hi):
+    r = (lo / hi) ** a
+    return a * lo / (a - 1) * (1 - (lo / hi) ** (a - 1)) / (1 - r)
+
+
+def _bp_lo(p):
+    if "min_pkts" in p:
+        return p["min_pkts"]
+    a, hi, m = p["shape"], p["max_pkts"], p["mean_pkts"]
+    return optimize.brentq(lambda lo: _bp_mean(a, lo, hi) - m, 1e-9, m * (1 - 1e-12), xtol=1e-12)
+
+
+def _bp_draw(p, rng, n):
+    a, lo, hi = p["shape"], _bp_lo(p), p["max_pkts"]
+    u = rng.random(n)
+    return lo * (1 - u * (1 - (lo / hi) ** a)) ** (-1 / a)   # inverse CDF of the bounded Pareto
+
+
+def _bp_mean_l(p):
+    a, lo, hi = p["shape"], _bp_lo(p), p["max_pkts"]
+    k = np.arange(0, math.ceil(hi), dtype=float)
+    surv = np.where(k < lo, 1.0, ((lo / np.maximum(k, lo)) ** a - (lo / hi) ** a) / (1 - (lo / hi) ** a))
+    return float(np.sum(surv))
+
+
+def _exp_draw(p, rng, n):
+    return rng.exponential(p["mean_pkts"], n)
+
+
+def _exp_mean_l(p):
+    return 1.0 / (1.0 - math.exp(-1.0 / p["mean_pkts"]))
+
+
+# name -> (parameters: required set, defaults), draw, E[L]
+DISTRIBUTIONS = {
+    "pareto": (({"shape", "mean_pkts"}, {"shape": 1.3, "mean_pkts": 30}), _pareto_draw, _pareto_mean_l),
+    "lomax": (({"shape", "mean_pkts"}, {"shape": 1.3, "mean_pkts": 30}), _lomax_draw, _lomax_mean_l),
+    "bounded_pareto": (({"shape", "max_pkts"}, {"shape": 1.3, "mean_pkts": 30, "max_pkts": 100000}),
+                       _bp_draw, _bp_mean_l),
+    "exponential": (({"mean_pkts"}, {"mean_pkts": 6}), _exp_draw, _exp_mean_l),
+}
+_ALLOWED = {"shape", "mean_pkts", "max_pkts", "min_pkts"}
+
+
+def parse_sizes(text: str) -> Sizes:
+    """`name[:k=v,...]`, e.g. `pareto:shape=1.3,mean_pkts=30`, `exponential:mean_pkts=6`,
+    `bounded_pareto:shape=1.3,mean_pkts=30,max_pkts=10000` (or min_pkts= instead of mean_pkts=)."""
+    name, _, rest = text.partition(":")
+    name = name.strip()
+    if name not in DISTRIBUTIONS:
+        raise ValueError(f"--sizes {text!r}: unknown distribution {name!r}; use one of {sorted(DISTRIBUTIONS)}")
+    (required, defaults), _, _ = DISTRIBUTIONS[name]
+    given = {}
+    for item in filter(None, (s.strip() for s in rest.split(","))):
+        k, sep, v = item.partition("=")
+        if not sep or k not in _ALLOWED:
+            raise ValueError(f"--sizes {text!r}: bad parameter {item!r}; write key=value with keys {sorted(_ALLOWED)}")
+        try:
+            given[k] = float(v)
+        except ValueError:
+            raise ValueError(f"--sizes {text!r}: {k}={v!r} is not a number") from None
+    params = dict(defaults)
+    if name == "bounded_pareto" and "min_pkts" in given:
+        params.pop("mean_pkts", None)
+    params.update(given)
+    _check_params(text, name, params)
+    return Sizes(name, {k: params[k] for k in sorted(params)})
+
+
+def _check_params(text, name, p):
+    def bad(why):
+        raise ValueError(f"--sizes {text!r}: {why}")
+    if "shape" in p and name != "exponential" and not p["shape"] > 1:
+        bad("shape must be > 1 (the mean is infinite otherwise)")
+    if "mean_pkts" in p and not p["mean_pkts"] > 0:
+        bad("mean_pkts must be > 0")
+    if name == "pareto" and _pareto_xm(p) <= 0:
+        bad("the Pareto minimum xm = mean*(shape-1)/shape must be > 0")
+    if name == "bounded_pareto":
+        if "mean_pkts" in p and "min_pkts" in p:
+            bad("give mean_pkts or min_pkts, not both")
+        if not p["max_pkts"] > p.get("mean_pkts", p.get("min_pkts", 0)):
+            bad("max_pkts must exceed mean_pkts (or min_pkts)")
+        if "min_pkts" in p and not p["min_pkts"] > 0:
+            bad("min_pkts must be > 0")
+
+
+# ---------------------------------------------------------------- arrivals, pairs, the schedule
+def poisson_arrivals(rng: np.random.Generator, rate: float, duration: float, block: int = 4096) -> np.ndarray:
+    """Arrival times in [0, duration) of a Poisson process of `rate` per second (unit-exponential
+    inter-arrivals drawn in fixed blocks, then scaled, so the stream does not depend on the rate)."""
+    if rate <= 0:
+        return np.empty(0)
+    times, t = [], 0.0
+    while t < duration:
+        gaps = rng.standard_exponential(block) / rate
+        c = t + np.cumsum(gaps)
+        times.append(c)
+        t = c[-1]
+    out = np.concatenate(times)
+    return out[out < duration]
+
+
+def flow_rate(load: float, capacity_mbps: float, mean_pkts: float, packet_bytes: int = PACKET_BYTES) -> float:
+    """lambda = rho * C / E[size], E[size] in bytes on the wire (packet_bytes per packet)."""
+    return load * capacity_mbps * 1e6 / 8 / (mean_pkts * packet_bytes)
+
+
+def _direction(gens, load, capacity_mbps, duration, sizes, pairs, mss, direction, packet_bytes):
+    rate = flow_rate(load, capacity_mbps, sizes.mean_pkts_effective, packet_bytes)
+    starts = np.round(poisson_arrivals(gens[0], rate, duration), 6)
+    pkts = sizes.draw(gens[1], len(starts))
+    which = gens[2].integers(0, len(pairs), len(starts))
+    out = []
+    for t, L, k in zip(starts.tolist(), pkts.tolist(), which.tolist()):
+        src, dst = pairs[k] if direction == "forward" else pairs[k][::-1]
+        out.append([t, int(L) * mss, int(L), src, dst, direction])
+    return out, rate
+
+
+def generate(load: float, capacity_mbps: float, duration: float, seed: int, sizes: Sizes | str,
+             reverse_load: float = 0.1, mss: int = 1460, topology: str = "dumbbell",
+             packet_bytes: int = PACKET_BYTES) -> tuple[dict, list[Flow]]:
+    """(meta, flows) of a schedule. Forward flows get ids 0..n-1 in start order, reverse flows n.., so
+    the forward rows do not depend on the reverse load. Rows are sorted by (start_s, flow_id)."""
+    sizes = parse_sizes(sizes) if isinstance(sizes, str) else sizes
+    _check_args(load, capacity_mbps, duration, seed, reverse_load, mss, topology, packet_bytes)
+    pairs = TOPOLOGIES[topology]
+    gens = [np.random.Generator(np.random.PCG64(s)) for s in np.random.SeedSequence(seed).spawn(len(STREAMS))]
+    fwd, rate_f = _direction(gens[0:3], load, capacity_mbps, duration, sizes, pairs, mss, "forward", packet_bytes)
+    rev, rate_r = _direction(gens[3:6], reverse_load, capacity_mbps, duration, sizes, pairs, mss, "reverse",
+                             packet_bytes)
+    flows = [Flow(i, r[0], r[1], r[2], r[3], r[4], r[5], "web") for i, r in enumerate(fwd + rev)]
+    flows.sort(key=lambda f: (f.start_s, f.flow_id))
+    meta = {"generator": "workloads.schedule", "format": 1, "seed": seed, "load": load,
+            "reverse_load": reverse_load, "capacity_mbps": capacity_mbps, "duration_s": duration,
+            "sizes": sizes.spec(), "mean_pkts_effective": f"{sizes.mean_pkts_effective:.6f}", "mss": mss,
+            "packet_bytes": packet_bytes, "topology": topology,
+            "rate_forward_per_s": f"{rate_f:.6f}", "rate_reverse_per_s": f"{rate_r:.6f}",
+            "flows_forward": len(fwd), "flows_reverse": len(rev),
+            "rng": "numpy.random.Generator(PCG64), SeedSequence(seed).spawn(6): " + " ".join(STREAMS)}
+    return meta, flows
+
+
+def _check_args(load, capacity_mbps, duration, seed, reverse_load, mss, topology, packet_bytes):
+    if not 0 < load < 1:
+        raise ValueError(f"--load {load}: must be in (0, 1) (rho = lambda * E[size] / C)")
+    if not 0 <= reverse_load < 1:
+        raise ValueError(f"--reverse-load {reverse_load}: must be in [0, 1)")
+    if not capacity_mbps > 0 or not duration > 0:
+        raise ValueError("--capacity-mbps and --duration must be > 0")
+    if not isinstance(seed, int) or seed < 0:
+        raise ValueError(f"--seed {seed!r}: must be an integer >= 0")
+    if not 16 <= mss <= 65495 or packet_bytes < mss:
+        raise ValueError(f"--mss {mss} / packet_bytes {packet_bytes}: need 16 <= mss <= packet_bytes")
+    if topology not in TOPOLOGIES:
+        raise ValueError(f"--topology {topology!r}: unknown; use one of {sorted(TOPOLOGIES)}")
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m workloads.schedule", description=__doc__.split("\n\n")[0])
+    ap.add_argument("--load", type=float, required=True, help="forward load rho in (0, 1)")
+    ap.add_argument("--capacity-mbps", type=float, required=True, help="bottleneck capacity C")
+    ap.add_argument("--duration", type=float, required=True, help="arrivals in [0, duration) seconds")
+    ap.add_argument("--seed", type=int, required=True)
+    ap.add_argument("--sizes", default="pareto:shape=1.3,mean_pkts=30",
+                    help=f"distribution[:k=v,...], one of {sorted(DISTRIBUTIONS)} (default %(default)s)")
+    ap.add_argument("--reverse-load", type=float, default=0.1, help="load of b->a flows (default %(default)s)")
+    ap.add_argument("--mss", type=int, default=1460, help="payload bytes per packet (default %(default)s)")
+    ap.add_argument("--packet-bytes", type=int, default=PACKET_BYTES, help="wire bytes per packet (load)")
+    ap.add_argument("--topology", default="dumbbell", help=f"one of {sorted(TOPOLOGIES)}")
+    ap.add_argument("--out", required=True, help="schedule CSV to write")
+    a = ap.parse_args(argv)
+    try:
+        meta, flows = generate(a.load, a.capacity_mbps, a.duration, a.seed, a.sizes, a.reverse_load, a.mss,
+                               a.topology, a.packet_bytes)
+    except ValueError as e:
+        print(f"workloads.schedule: {e}", file=sys.stderr)
+        return 2
+    write_schedule(Path(a.out), meta, flows)
+    print(f"{a.out}: {meta['flows_forward']} forward + {meta['flows_reverse']} reverse flows, "
+          f"{meta['rate_forward_per_s']} flows/s forward, E[L] = {meta['mean_pkts_effective']} packets")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
