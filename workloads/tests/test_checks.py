@@ -1,0 +1,103 @@
+"""workloads.checks on a real loopback run and on doctored logs."""
+import csv
+import json
+
+import pytest
+
+from workloads import checks, schedule
+from workloads.schedfile import write_schedule
+from workloads.tests.flowtools import free_port, rows, run_client, start_server, stop_server
+
+LOOP = {h: "127.0.0.1" for h in ("a1", "a2", "a3", "b1", "b2", "b3")}
+
+
+@pytest.fixture(scope="module")
+def run_dir(tmp_path_factory):
+    """A run directory from a real replay: 4 s at 20 Mb/s, load 0.3, reverse 0.1, every host's client."""
+    d = tmp_path_factory.mktemp("run")
+    meta, flows = schedule.generate(0.3, 20, 4, 21, "exponential:mean_pkts=6", reverse_load=0.1)
+    write_schedule(d / "schedule.csv", meta, flows)
+    (d / "run.json").write_text(json.dumps({"load": 0.3, "reverse_load": 0.1, "duration_s": 4,
+                                            "topology": {"bottleneck_mbps": 20}, "schedule": "schedule.csv"}))
+    (d / "flows").mkdir()
+    port = free_port()
+    srv = start_server(d / "flows" / "server-all.csv", "127.0.0.1", port)
+    try:
+        import subprocess
+        import time
+        from workloads.tests.flowtools import GUEST_PY, REPO
+        (d / "hosts.json").write_text(json.dumps(LOOP))
+        t0 = time.time() + 0.5
+        procs = [subprocess.Popen([GUEST_PY, "-m", "workloads.client", "--schedule", str(d / "schedule.csv"),
+                                   "--host", h, "--hosts", str(d / "hosts.json"), "--t0", str(t0), "--port",
+                                   str(port), "--log", str(d / "flows" / f"client-{h}.csv")], cwd=REPO)
+                 for h in LOOP]
+        assert all(p.wait(timeout=60) == 0 for p in procs)
+    finally:
+        stop_server(srv)
+    return d
+
+
+def test_check_run_on_a_real_replay(run_dir):
+    res = checks.check_run(run_dir)
+    ol = res["offered_load"]
+    assert ol["configured"] == 0.3 and ol["ok"] and ol["measured"] == pytest.approx(ol["scheduled"], rel=1e-9)
+    assert 0.1 < ol["scheduled"] < 0.6
+    assert res["reverse_offered_load"]["ok"]
+    lat = res["lateness_p99_ms"]
+    assert lat["ok"] and lat["n"] == len(schedule.read_schedule(run_dir / "schedule.csv")[1])
+    assert lat["p50"] <= lat["measured"] <= lat["max"]
+    assert res["flows_accounted"]["ok"] and res["flows_started"]["ok"]
+    for v in res.values():
+        assert {"configured", "measured", "ok"} <= set(v)
+    json.dumps(res)
+
+
+def _doctor(run_dir, tmp_path, edit):
+    import shutil
+    d = tmp_path / "copy"
+    shutil.copytree(run_dir, d)
+    p = d / "flows" / "client-a1.csv"
+    rs = rows(p)
+    edit(rs)
+    with p.open("w", newline="") as fh:
+        w = csv.DictWriter(fh, list(rs[0]) if rs else ["flow_id"])
+        w.writeheader()
+        w.writerows(rs)
+    return checks.check_run(d)
+
+
+def test_flows_that_sent_less_fail_the_offered_load(run_dir, tmp_path):
+    def halve(rs):
+        for r in rs:
+            r["bytes"] = str(int(r["bytes"]) // 4)
+    # a1 carries about a third of the forward load: a quarter of it sent is about 25 % short
+    res = _doctor(run_dir, tmp_path, halve)
+    assert not res["offered_load"]["ok"]
+    assert res["offered_load"]["measured"] < 0.9 * res["offered_load"]["scheduled"]
+
+
+def test_missing_and_unstarted_flows_are_flagged(run_dir, tmp_path):
+    def drop_and_unstart(rs):
+        del rs[0]
+        rs[1]["outcome"] = "not_started"
+    res = _doctor(run_dir, tmp_path, drop_and_unstart)
+    assert not res["flows_accounted"]["ok"] and res["flows_accounted"]["missing"]
+    assert not res["flows_started"]["ok"]
+    assert res["flows_started"]["measured"] == res["flows_started"]["configured"] - 2
+
+
+def test_late_flows_fail_the_lateness_check(run_dir, tmp_path):
+    def late(rs):
+        for r in rs:
+            r["lateness_s"] = "0.050"
+    res = _doctor(run_dir, tmp_path, late)
+    assert not res["lateness_p99_ms"]["ok"] and res["lateness_p99_ms"]["max"] == pytest.approx(50)
+
+
+def test_lateness_percentiles():
+    logs = {i: {"outcome": "completed", "lateness_s": str(i / 1000)} for i in range(1, 101)}
+    logs[0] = {"outcome": "not_started", "lateness_s": ""}
+    r = checks.lateness(logs, limit_ms=99.5)
+    assert r["p50"] == pytest.approx(50.5) and r["measured"] == pytest.approx(99.01) and r["max"] == 100
+    assert r["ok"] and r["n"] == 100
