@@ -107,8 +107,15 @@ def test_smoke_pipeline_interrupted_and_resumed(tmp_path):
         assert list((d / "flows").glob("client-*.csv"))
     # the same schedule was replayed under both AQMs
     assert (runs[0] / "schedule.csv").read_bytes() == (runs[1] / "schedule.csv").read_bytes()
+    # the FavorQueue run really ran sch_favor at the bottleneck: module recorded, qdisc shown, trace kept
     favor_manifest = json.loads((runs[1] / "manifest.json").read_text())
-    assert "sch_favor" in json.dumps(favor_manifest)
+    assert favor_manifest["sch_favor"] and favor_manifest["module_version"].startswith("sch_favor "), \
+        favor_manifest.get("sch_favor")
+    rl_after = json.loads((runs[1] / "qdisc" / "after.json").read_text())["rl"]
+    assert any(q.get("kind") == "favor" for q in rl_after), rl_after
+    assert not any(q.get("kind") == "favor" for q in json.loads((runs[0] / "qdisc" / "after.json").read_text())["rl"])
+    trace = [l for l in (runs[1] / "qdisc" / "favor-trace.csv").read_text().splitlines() if not l.startswith("#")]
+    assert len(trace) > 10 and "verdict" in trace[0], trace[:3]
 
     # 4. analysis outputs
     for d in runs:
