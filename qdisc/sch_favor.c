@@ -1,0 +1,377 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * net/sched/sch_favor.c	FavorQueue: favor the first queued packet of every flow.
+ *
+ * An arriving packet whose flow has no packet in the queue is favored: it goes after the last
+ * favored packet and before every standard packet. Other packets are standard and go to the
+ * tail. When the queue is full, a favored arrival pushes out the last standard packet (or is
+ * dropped if only favored packets are queued, or always with "nopushout": FavourTail), and a
+ * standard arrival is dropped. See favor_core.h for the queueing logic, shared with the tests.
+ *
+ * References: Anelli, Diana, Lochin, "FavorQueue: a Parameterless Active Queue Management to
+ * Improve TCP Traffic Performance", Computer Networks 2014 (Algorithm 1); Dedu, Lochin, "A study
+ * on the benefit of TCP packet prioritisation", PDP 2009 (FavourTail).
+ */
+
+#include <linux/module.h>
+#include <linux/types.h>
+#include <linux/kernel.h>
+#include <linux/errno.h>
+#include <linux/skbuff.h>
+#include <linux/jhash.h>
+#include <linux/slab.h>
+#include <linux/mm.h>
+#include <linux/random.h>
+#include <linux/string.h>
+#include <net/netlink.h>
+#include <net/pkt_sched.h>
+#include <net/sch_generic.h>
+#include <net/flow_dissector.h>
+
+#include "include/uapi/favor.h"
+
+#define FAVOR_VERSION		"0.1.0"
+#define FAVOR_DEFAULT_BUCKETS	1024
+
+struct favor_skb_cb {
+	u32 bucket;
+};
+
+static inline struct favor_skb_cb *favor_skb_cb(struct sk_buff *skb)
+{
+	qdisc_cb_private_validate(skb, sizeof(struct favor_skb_cb));
+	return (struct favor_skb_cb *)qdisc_skb_cb(skb)->data;
+}
+
+#define FAVOR_SKB_BUCKET(skb) (favor_skb_cb(skb)->bucket)
+#include "favor_core.h"
+
+#define CREATE_TRACE_POINTS
+#include "favor_trace.h"
+
+struct favor_sched_data {
+	struct favor_core core;
+	u32 perturbation;	/* random hash seed */
+	u8 flowkey;		/* enum favor_flowkey */
+};
+
+static const struct nla_policy favor_policy[TCA_FAVOR_MAX + 1] = {
+	[TCA_FAVOR_LIMIT]	= { .type = NLA_U32 },
+	[TCA_FAVOR_NOPUSHOUT]	= { .type = NLA_U8 },
+	[TCA_FAVOR_FLOWKEY]	= { .type = NLA_U8 },
+	[TCA_FAVOR_BUCKETS]	= { .type = NLA_U32 },
+};
+
+/*
+ * The flow key of a packet. The flow dissector (as fq_codel's hash uses) handles IPv4, IPv6,
+ * tunnels and non-IP. Not skb->hash: a TCP socket's hash changes on retransmission timeout
+ * (sk_rethink_txhash), which would make a flow look new and let it overtake itself.
+ * IPv4/IPv6 fragments: no ports (flags 0), so all fragments of a datagram share one flow.
+ * Non-IP (ARP...): no addresses or ports; the ethertype alone is the key.
+ */
+static void favor_dissect(const struct sk_buff *skb, struct flow_keys *keys)
+{
+	skb_flow_dissect_flow_keys(skb, keys, 0);
+}
+
+static u32 favor_bucket(const struct favor_sched_data *q, const struct flow_keys *k)
+{
+	/* words: src address (4), dst address (4), ports, ethertype + IP protocol */
+	u32 w[10] = {};
+	bool src = q->flowkey != FAVOR_FLOWKEY_DST;
+	bool dst = q->flowkey != FAVOR_FLOWKEY_SRC;
+
+	switch (k->control.addr_type) {
+	case FLOW_DISSECTOR_KEY_IPV4_ADDRS:
+		if (src)
+			w[0] = (__force u32)k->addrs.v4addrs.src;
+		if (dst)
+			w[4] = (__force u32)k->addrs.v4addrs.dst;
+		break;
+	case FLOW_DISSECTOR_KEY_IPV6_ADDRS:
+		if (src)
+			memcpy(&w[0], &k->addrs.v6addrs.src, 16);
+		if (dst)
+			memcpy(&w[4], &k->addrs.v6addrs.dst, 16);
+		break;
+	}
+	if (q->flowkey == FAVOR_FLOWKEY_5TUPLE) {
+		w[8] = (__force u32)k->ports.ports;
+		w[9] = k->basic.ip_proto;
+	}
+	w[9] |= (u32)(__force u16)k->basic.n_proto << 16;
+	return reciprocal_scale(jhash2(w, ARRAY_SIZE(w), q->perturbation), q->core.buckets);
+}
+
+static void favor_trace(struct Qdisc *sch, const struct sk_buff *skb,
+			const struct flow_keys *keys, enum favor_verdict v)
+{
+	struct favor_sched_data *q = qdisc_priv(sch);
+	struct flow_keys victim_keys;
+
+	if (!keys) {
+		favor_dissect(skb, &victim_keys);
+		keys = &victim_keys;
+	}
+	trace_favor_enqueue(qdisc_dev(sch), keys, v, favor_core_qlen(&q->core));
+}
+
+static int favor_enqueue(struct sk_buff *skb, struct Qdisc *sch, struct sk_buff **to_free)
+{
+	struct favor_sched_data *q = qdisc_priv(sch);
+	bool tracing = trace_favor_enqueue_enabled();
+	struct sk_buff *victim;
+	struct flow_keys keys;
+	enum favor_verdict v;
+
+	favor_dissect(skb, &keys);
+	v = favor_core_enqueue(&q->core, skb, favor_bucket(q, &keys), &victim);
+	if (victim) {
+		unsigned int len = qdisc_pkt_len(victim);
+
+		if (tracing)
+			favor_trace(sch, victim, NULL, FAVOR_VERDICT_PUSHOUT_VICTIM);
+		qdisc_qstats_backlog_dec(sch, victim);
+		qdisc_drop(victim, sch, to_free);
+		/* the parents counted the victim: tell them it is gone */
+		qdisc_tree_reduce_backlog(sch, 1, len);
+	}
+	if (tracing)
+		favor_trace(sch, skb, &keys, v);
+	if (v == FAVOR_VERDICT_FAVORED || v == FAVOR_VERDICT_STANDARD) {
+		if (!victim)
+			sch->q.qlen++;
+		qdisc_qstats_backlog_inc(sch, skb);
+		return NET_XMIT_SUCCESS;
+	}
+	return qdisc_drop(skb, sch, to_free);
+}
+
+static struct sk_buff *favor_dequeue(struct Qdisc *sch)
+{
+	struct favor_sched_data *q = qdisc_priv(sch);
+	struct sk_buff *skb = favor_core_dequeue(&q->core);
+
+	if (!skb)
+		return NULL;
+	sch->q.qlen--;
+	qdisc_qstats_backlog_dec(sch, skb);
+	qdisc_bstats_update(sch, skb);
+	return skb;
+}
+
+static void favor_reset(struct Qdisc *sch)
+{
+	struct favor_sched_data *q = qdisc_priv(sch);
+	struct sk_buff *skb;
+
+	while ((skb = favor_core_dequeue(&q->core)))
+		rtnl_kfree_skbs(skb, skb);
+	sch->q.qlen = 0;
+	sch->qstats.backlog = 0;
+}
+
+/* Checks every option before anything changes; the caller applies them. */
+static int favor_parse(struct Qdisc *sch, struct nlattr *opt, struct nlattr **tb, bool create,
+		       struct netlink_ext_ack *extack)
+{
+	struct favor_sched_data *q = qdisc_priv(sch);
+	int err;
+
+	err = nla_parse_nested(tb, TCA_FAVOR_MAX, opt, favor_policy, extack);
+	if (err < 0)
+		return err;
+	if (tb[TCA_FAVOR_LIMIT]) {
+		u32 limit = nla_get_u32(tb[TCA_FAVOR_LIMIT]);
+
+		if (limit < 1 || limit > FAVOR_MAX_LIMIT) {
+			NL_SET_ERR_MSG_ATTR(extack, tb[TCA_FAVOR_LIMIT],
+					    "favor: limit must be 1 to 1048576 packets");
+			return -EINVAL;
+		}
+	}
+	if (tb[TCA_FAVOR_NOPUSHOUT] && nla_get_u8(tb[TCA_FAVOR_NOPUSHOUT]) > 1) {
+		NL_SET_ERR_MSG_ATTR(extack, tb[TCA_FAVOR_NOPUSHOUT],
+				    "favor: nopushout must be 0 or 1");
+		return -EINVAL;
+	}
+	if (tb[TCA_FAVOR_FLOWKEY]) {
+		u8 key = nla_get_u8(tb[TCA_FAVOR_FLOWKEY]);
+
+		if (key > FAVOR_FLOWKEY_MAX) {
+			NL_SET_ERR_MSG_ATTR(extack, tb[TCA_FAVOR_FLOWKEY],
+					    "favor: unknown flowkey (use 5tuple, addrs, dst or src)");
+			return -EINVAL;
+		}
+		if (!create && key != q->flowkey) {
+			NL_SET_ERR_MSG_ATTR(extack, tb[TCA_FAVOR_FLOWKEY],
+					    "favor: flowkey is set at creation only (delete and add the qdisc)");
+			return -EINVAL;
+		}
+	}
+	if (tb[TCA_FAVOR_BUCKETS]) {
+		u32 n = nla_get_u32(tb[TCA_FAVOR_BUCKETS]);
+
+		if (n < 1 || n > FAVOR_MAX_BUCKETS || !is_power_of_2(n)) {
+			NL_SET_ERR_MSG_ATTR(extack, tb[TCA_FAVOR_BUCKETS],
+					    "favor: buckets must be a power of two from 1 to 1048576");
+			return -EINVAL;
+		}
+		if (!create && n != q->core.buckets) {
+			NL_SET_ERR_MSG_ATTR(extack, tb[TCA_FAVOR_BUCKETS],
+					    "favor: buckets is set at creation only (delete and add the qdisc)");
+			return -EINVAL;
+		}
+	}
+	return 0;
+}
+
+static void favor_apply(struct Qdisc *sch, struct nlattr **tb)
+{
+	struct favor_sched_data *q = qdisc_priv(sch);
+
+	if (tb[TCA_FAVOR_LIMIT])
+		q->core.limit = nla_get_u32(tb[TCA_FAVOR_LIMIT]);
+	if (tb[TCA_FAVOR_NOPUSHOUT])
+		q->core.nopushout = nla_get_u8(tb[TCA_FAVOR_NOPUSHOUT]);
+	if (tb[TCA_FAVOR_FLOWKEY])
+		q->flowkey = nla_get_u8(tb[TCA_FAVOR_FLOWKEY]);
+}
+
+static int favor_change(struct Qdisc *sch, struct nlattr *opt, struct netlink_ext_ack *extack)
+{
+	struct favor_sched_data *q = qdisc_priv(sch);
+	struct nlattr *tb[TCA_FAVOR_MAX + 1];
+	unsigned int dropped_pkts = 0, dropped_bytes = 0;
+	struct sk_buff *skb;
+	int err;
+
+	if (!opt)
+		return 0;
+	err = favor_parse(sch, opt, tb, false, extack);
+	if (err)
+		return err;
+
+	sch_tree_lock(sch);
+	favor_apply(sch, tb);
+	while ((skb = favor_core_trim_one(&q->core))) {
+		dropped_pkts++;
+		dropped_bytes += qdisc_pkt_len(skb);
+		sch->q.qlen--;
+		qdisc_qstats_backlog_dec(sch, skb);
+		qdisc_qstats_drop(sch);
+		rtnl_kfree_skbs(skb, skb);
+	}
+	qdisc_tree_reduce_backlog(sch, dropped_pkts, dropped_bytes);
+	sch_tree_unlock(sch);
+	return 0;
+}
+
+static int favor_init(struct Qdisc *sch, struct nlattr *opt, struct netlink_ext_ack *extack)
+{
+	struct favor_sched_data *q = qdisc_priv(sch);
+	struct nlattr *tb[TCA_FAVOR_MAX + 1] = {};
+	u32 buckets = FAVOR_DEFAULT_BUCKETS;
+	u32 *counts;
+	int err;
+
+	if (opt) {
+		err = favor_parse(sch, opt, tb, true, extack);
+		if (err)
+			return err;
+		if (tb[TCA_FAVOR_BUCKETS])
+			buckets = nla_get_u32(tb[TCA_FAVOR_BUCKETS]);
+	}
+	counts = kvcalloc(buckets, sizeof(*counts), GFP_KERNEL);
+	if (!counts) {
+		NL_SET_ERR_MSG_MOD(extack, "cannot allocate the flow table");
+		return -ENOMEM;
+	}
+	favor_core_init(&q->core, counts, buckets,
+			max_t(u32, READ_ONCE(qdisc_dev(sch)->tx_queue_len), 1), false);
+	q->flowkey = FAVOR_FLOWKEY_5TUPLE;
+	q->perturbation = get_random_u32();
+	favor_apply(sch, tb);
+	return 0;
+}
+
+static void favor_destroy(struct Qdisc *sch)
+{
+	struct favor_sched_data *q = qdisc_priv(sch);
+
+	/* qdisc_destroy() has reset the queue; counts is NULL if init failed early */
+	kvfree(q->core.counts);
+	q->core.counts = NULL;
+}
+
+static int favor_dump(struct Qdisc *sch, struct sk_buff *skb)
+{
+	struct favor_sched_data *q = qdisc_priv(sch);
+	struct nlattr *opts;
+
+	opts = nla_nest_start_noflag(skb, TCA_OPTIONS);
+	if (!opts)
+		goto nla_put_failure;
+	if (nla_put_u32(skb, TCA_FAVOR_LIMIT, q->core.limit) ||
+	    nla_put_u8(skb, TCA_FAVOR_NOPUSHOUT, q->core.nopushout) ||
+	    nla_put_u8(skb, TCA_FAVOR_FLOWKEY, q->flowkey) ||
+	    nla_put_u32(skb, TCA_FAVOR_BUCKETS, q->core.buckets))
+		goto nla_put_failure;
+	return nla_nest_end(skb, opts);
+
+nla_put_failure:
+	nla_nest_cancel(skb, opts);
+	return -1;
+}
+
+static int favor_dump_stats(struct Qdisc *sch, struct gnet_dump *d)
+{
+	struct favor_sched_data *q = qdisc_priv(sch);
+	struct tc_favor_xstats st = {
+		.favored	= q->core.c.favored,
+		.standard	= q->core.c.standard,
+		.pushouts	= q->core.c.pushouts,
+		.drop_favored	= q->core.c.drop_favored,
+		.drop_standard	= q->core.c.drop_standard,
+		.drop_limit	= q->core.c.drop_limit,
+		.flows		= q->core.flows,
+		.favored_qlen	= skb_queue_len(&q->core.favored),
+	};
+
+	return gnet_stats_copy_app(d, &st, sizeof(st));
+}
+
+static struct Qdisc_ops favor_qdisc_ops __read_mostly = {
+	.id		= "favor",
+	.priv_size	= sizeof(struct favor_sched_data),
+	.enqueue	= favor_enqueue,
+	.dequeue	= favor_dequeue,
+	.peek		= qdisc_peek_dequeued,
+	.init		= favor_init,
+	.reset		= favor_reset,
+	.destroy	= favor_destroy,
+	.change		= favor_change,
+	.dump		= favor_dump,
+	.dump_stats	= favor_dump_stats,
+	.owner		= THIS_MODULE,
+};
+#ifdef MODULE_ALIAS_NET_SCH
+MODULE_ALIAS_NET_SCH("favor");
+#endif
+
+static int __init favor_module_init(void)
+{
+	return register_qdisc(&favor_qdisc_ops);
+}
+
+static void __exit favor_module_exit(void)
+{
+	unregister_qdisc(&favor_qdisc_ops);
+}
+
+module_init(favor_module_init);
+module_exit(favor_module_exit);
+MODULE_AUTHOR("favorlab");
+MODULE_DESCRIPTION("FavorQueue / FavourTail: favor the first queued packet of each flow");
+MODULE_LICENSE("GPL");
+MODULE_VERSION(FAVOR_VERSION);
