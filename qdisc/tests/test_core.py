@@ -1,0 +1,240 @@
+"""The queueing core (favor_core.h, the code sch_favor.c runs) against an independent model of
+Algorithm 1 (FavorQueue) and of FavourTail, on every branch and on long random sequences."""
+import ctypes
+import random
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+QDISC = Path(__file__).resolve().parents[1]
+FAVORED, STANDARD, PUSHOUT_VICTIM, DROP_FAVORED, DROP_STANDARD = range(5)
+NAMES = ["favored", "standard", "pushout_victim", "drop_favored", "drop_standard"]
+
+
+@pytest.fixture(scope="module")
+def lib(tmp_path_factory):
+    if not shutil.which("gcc"):
+        pytest.skip("gcc not installed (apt-get install gcc)")
+    so = tmp_path_factory.mktemp("core") / "core_harness.so"
+    # no ASan here: its runtime must be loaded first, which a ctypes library in Python is not
+    subprocess.run(["gcc", "-O1", "-g", "-Wall", "-Wextra", "-Werror", "-fPIC", "-shared",
+                    f"-I{QDISC / 'include'}", "-o", str(so), str(QDISC / "tests" / "core_harness.c")],
+                   check=True)
+    return ctypes.CDLL(str(so))
+
+
+class Core:
+    """The C core, packets are ints."""
+
+    def __init__(self, lib, limit, nopushout=False, buckets=1024):
+        self.lib = lib
+        assert lib.h_init(limit, int(nopushout), buckets) == 0
+
+    def enqueue(self, pid, bucket):
+        v = ctypes.c_int()
+        verdict = self.lib.h_enqueue(pid, bucket, ctypes.byref(v))
+        return verdict, (v.value if v.value >= 0 else None)
+
+    def dequeue(self):
+        r = self.lib.h_dequeue()
+        return None if r < 0 else r
+
+    def set_limit(self, limit):
+        self.lib.h_set_limit(limit)
+        out = []
+        while (r := self.lib.h_trim_one()) >= 0:
+            out.append(r)
+        return out
+
+    def counters(self):
+        arr = (ctypes.c_uint64 * 6)()
+        self.lib.h_counters(arr)
+        return dict(zip(["favored", "standard", "pushouts", "drop_favored", "drop_standard", "drop_limit"], arr))
+
+    def qlen(self):
+        return self.lib.h_qlen()
+
+    def flows(self):
+        return self.lib.h_flows()
+
+
+class Model:
+    """Algorithm 1 written from the paper, on one Python list, scanning it (no hashing)."""
+
+    def __init__(self, limit, nopushout=False):
+        self.limit, self.nopushout = limit, nopushout
+        self.q = []          # [pid, flow, favored]
+        self.c = dict(favored=0, standard=0, pushouts=0, drop_favored=0, drop_standard=0, drop_limit=0)
+
+    def enqueue(self, pid, flow):
+        full = len(self.q) >= self.limit
+        if not any(f == flow for _, f, _ in self.q):           # less than 1 packet of F queued
+            victim = None
+            if full:
+                if self.nopushout or all(fav for _, _, fav in self.q):
+                    self.c["drop_favored"] += 1
+                    return DROP_FAVORED, None
+                i = max(i for i, (_, _, fav) in enumerate(self.q) if not fav)   # last standard packet
+                victim = self.q.pop(i)[0]
+                self.c["pushouts"] += 1
+            pos = next((i for i, (_, _, fav) in enumerate(self.q) if not fav), len(self.q))
+            self.q.insert(pos, [pid, flow, True])                 # before any standard packet
+            self.c["favored"] += 1
+            return FAVORED, victim
+        if full:
+            self.c["drop_standard"] += 1
+            return DROP_STANDARD, None
+        self.q.append([pid, flow, False])
+        self.c["standard"] += 1
+        return STANDARD, None
+
+    def dequeue(self):
+        return self.q.pop(0)[0] if self.q else None
+
+    def set_limit(self, limit):
+        """Excess dropped standard packets first (newest first), then favored (newest first)."""
+        self.limit, out = limit, []
+        while len(self.q) > limit:
+            std = [i for i, (_, _, fav) in enumerate(self.q) if not fav]
+            out.append(self.q.pop(std[-1] if std else len(self.q) - 1)[0])
+            self.c["drop_limit"] += 1
+        return out
+
+    def flows(self):
+        return len({f for _, f, _ in self.q})
+
+
+# ---------------------------------------------------------------- every branch, by hand
+
+def test_favored_goes_after_last_favored_before_standard(lib):
+    c = Core(lib, limit=10)
+    assert c.enqueue(1, 7) == (FAVORED, None)      # flow 7 new
+    assert c.enqueue(2, 7) == (STANDARD, None)     # flow 7 has a packet queued
+    assert c.enqueue(3, 7) == (STANDARD, None)
+    assert c.enqueue(4, 8) == (FAVORED, None)      # flow 8 new: after 1, before 2 and 3
+    assert c.enqueue(5, 9) == (FAVORED, None)
+    assert c.flows() == 3
+    assert [c.dequeue() for _ in range(6)] == [1, 4, 5, 2, 3, None]
+    assert c.flows() == 0 and c.qlen() == 0
+
+
+def test_flow_is_favored_again_once_it_left_the_queue(lib):
+    c = Core(lib, limit=10)
+    c.enqueue(1, 3)
+    assert c.dequeue() == 1
+    assert c.enqueue(2, 3) == (FAVORED, None)
+
+
+def test_pushout_drops_the_last_standard_packet(lib):
+    c = Core(lib, limit=4)
+    for pid, flow in [(1, 1), (2, 1), (3, 1), (4, 2)]:   # queue: 1 4 | 2 3
+        c.enqueue(pid, flow)
+    assert c.enqueue(5, 3) == (FAVORED, 3)               # victim: 3, the last standard
+    assert c.counters()["pushouts"] == 1
+    assert [c.dequeue() for _ in range(5)] == [1, 4, 5, 2, None]
+
+
+def test_favored_arrival_dropped_when_only_favored_packets_queued(lib):
+    c = Core(lib, limit=2)
+    c.enqueue(1, 1)
+    c.enqueue(2, 2)
+    assert c.enqueue(3, 3) == (DROP_FAVORED, None)
+    assert c.counters()["drop_favored"] == 1
+    assert [c.dequeue() for _ in range(3)] == [1, 2, None]
+
+
+def test_standard_arrival_dropped_when_full(lib):
+    c = Core(lib, limit=2)
+    c.enqueue(1, 1)
+    c.enqueue(2, 1)
+    assert c.enqueue(3, 1) == (DROP_STANDARD, None)
+    assert c.counters()["drop_standard"] == 1
+
+
+def test_nopushout_drops_the_favored_arrival(lib):
+    c = Core(lib, limit=2, nopushout=True)
+    c.enqueue(1, 1)
+    c.enqueue(2, 1)
+    assert c.enqueue(3, 2) == (DROP_FAVORED, None)       # FavourTail: no push-out
+    assert [c.dequeue() for _ in range(3)] == [1, 2, None]
+
+
+def test_limit_one(lib):
+    c = Core(lib, limit=1)
+    assert c.enqueue(1, 1) == (FAVORED, None)
+    assert c.enqueue(2, 2) == (DROP_FAVORED, None)
+    assert c.enqueue(3, 1) == (DROP_STANDARD, None)
+
+
+def test_hash_collision_merges_flows_without_reordering(lib):
+    c = Core(lib, limit=10, buckets=1)                   # every flow in one bucket
+    assert c.enqueue(1, 0)[0] == FAVORED
+    assert c.enqueue(2, 0)[0] == STANDARD                # another flow, same bucket: standard
+    assert [c.dequeue() for _ in range(2)] == [1, 2]
+
+
+def test_lowering_limit_drops_standard_newest_first_then_favored(lib):
+    c = Core(lib, limit=10)
+    for pid, flow in [(1, 1), (2, 1), (3, 1), (4, 2), (5, 3), (6, 2)]:   # 1 4 5 | 2 3 6
+        c.enqueue(pid, flow)
+    assert c.set_limit(2) == [6, 3, 2, 5]
+    assert c.counters()["drop_limit"] == 4
+    assert c.flows() == 2
+    assert [c.dequeue() for _ in range(3)] == [1, 4, None]
+
+
+# ---------------------------------------------------------------- random sequences vs the model
+
+def run_random(lib, seed, steps=3000):
+    rng = random.Random(seed)
+    limit = rng.choice([1, 2, 3, 5, 8, 16, 83, 200, 1000])
+    nflows = rng.choice([1, 2, 3, 10, 50, 500])
+    nopushout = rng.random() < 0.3
+    collide = rng.random() < 0.3
+    buckets = rng.choice([1, 2, 7, 64]) if collide else max(nflows, 1)
+    core, model = Core(lib, limit, nopushout, buckets), Model(limit, nopushout)
+    p_arrive = rng.uniform(0.3, 0.9)                    # overload (>0.5) and underload
+    departed, last_seen = [], {}
+    for pid in range(steps):
+        if rng.random() < p_arrive:
+            flow = min(int(rng.paretovariate(1.2)) - 1, nflows - 1) if rng.random() < 0.5 else rng.randrange(nflows)
+            bucket = flow % buckets
+            got, want = core.enqueue(pid, bucket), model.enqueue(pid, bucket)
+            assert got == want, f"seed {seed} step {pid}: enqueue flow {flow}: core {got} model {want}"
+            last_seen[pid] = flow
+        else:
+            got, want = core.dequeue(), model.dequeue()
+            assert got == want, f"seed {seed} step {pid}: dequeue core {got} model {want}"
+            if got is not None:
+                departed.append(got)
+        if rng.random() < 0.002:
+            new = rng.choice([1, 2, 5, limit, limit * 2])
+            assert core.set_limit(new) == model.set_limit(new), f"seed {seed}: set_limit {new}"
+        assert core.qlen() == len(model.q) and core.flows() == model.flows()
+    while (got := core.dequeue()) is not None:
+        assert got == model.dequeue()
+        departed.append(got)
+    assert model.dequeue() is None
+    assert core.counters() == model.c
+    # no packet of a flow overtakes another of the same flow (ids grow with arrival time)
+    per_flow = {}
+    for pid in departed:
+        per_flow.setdefault(last_seen[pid], []).append(pid)
+    assert all(ids == sorted(ids) for ids in per_flow.values())
+    return model.c
+
+
+@pytest.mark.parametrize("seed", range(60))
+def test_random_sequences_match_model(lib, seed):
+    run_random(lib, seed)
+
+
+def test_random_sequences_exercise_every_branch(lib):
+    total = {}
+    for seed in range(60):
+        rng_counts = run_random(lib, seed, steps=500)
+        for k, v in rng_counts.items():
+            total[k] = total.get(k, 0) + v
+    assert all(total[k] > 0 for k in total), total
