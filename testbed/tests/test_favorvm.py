@@ -1,0 +1,186 @@
+"""favorvm (testbed/vm/favorvm): package list, state/inventory, errors; and (guest) boot + Ansible twice."""
+import importlib.util
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+from importlib.machinery import SourceFileLoader
+from pathlib import Path
+
+import pytest
+import yaml
+
+REPO = Path(__file__).resolve().parents[2]
+FAVORVM = REPO / "testbed" / "vm" / "favorvm"
+_loader = SourceFileLoader("favorvm", str(FAVORVM))
+fv = importlib.util.module_from_spec(importlib.util.spec_from_loader("favorvm", _loader))
+_loader.exec_module(fv)
+DEFAULTS = REPO / "ansible" / "roles" / "testbed_base" / "defaults" / "main.yml"
+
+
+def test_package_lists_read_like_yaml():
+    """favorvm's small reader sees the same lists as a YAML parser (what Ansible sees)."""
+    text = DEFAULTS.read_text()
+    ours = fv.read_role_lists(text)
+    full = yaml.safe_load(text)
+    for name in fv.ROLE_LISTS:
+        assert ours[name] == full[name], name
+    assert "testbed_sysctls" not in ours          # a map, not a package list
+
+
+def test_guest_packages_from_role_defaults():
+    conf = fv.read_conf()
+    pkgs = fv.guest_packages(conf["kernel_abi"])
+    abi = conf["kernel_abi"]
+    full = yaml.safe_load(DEFAULTS.read_text())
+    for p in full["testbed_packages"]:
+        assert p in pkgs
+    assert f"linux-headers-{abi}-amd64" in pkgs and f"linux-image-{abi}-amd64" in pkgs
+    for p in ("dkms", "gcc", "make", "libc6-dev", "mininet", "nginx-light", "wrk", "openssh-server", "python3-apt"):
+        assert p in pkgs, p
+    assert not any("{{" in p for p in pkgs)
+
+
+def test_cache_key_follows_inputs():
+    conf = fv.read_conf()
+    pkgs = fv.guest_packages(conf["kernel_abi"])
+    k = fv.cache_key(conf, pkgs)
+    assert k == fv.cache_key(dict(conf), list(pkgs))
+    assert k != fv.cache_key(conf, pkgs + ["htop"])
+    assert k != fv.cache_key(dict(conf, kernel_abi="6.1.0-99"), pkgs)
+
+
+@pytest.mark.parametrize("text,msg", [
+    ("testbed_packages: [a, b]\nfavor_build_packages:\n  - gcc\n", "block list"),
+    ("testbed_packages:\n  - a\n  x: 1\nfavor_build_packages:\n  - gcc\n", "cannot read"),
+    ("testbed_packages:\n  - bad name\nfavor_build_packages:\n  - gcc\n", "not a Debian package name"),
+    ("testbed_packages:\n  - python3\n", "favor_build_packages"),
+    ("testbed_packages:\n  - python3\nfavor_build_packages:\n  - \"{{ other_var }}\"\n", "not a Debian package"),
+])
+def test_bad_defaults_named(text, msg):
+    with pytest.raises(fv.FavorvmError, match=msg):
+        fv.guest_packages("6.1.0-50", text)
+
+
+def test_bad_conf_named(tmp_path):
+    p = tmp_path / "guest.conf"
+    p.write_text("suite = bookworm\nmirror = http://x\nkernel_abi = 6.1\nkernel_version = 1\nimage_size = 1G\n")
+    with pytest.raises(fv.FavorvmError, match="kernel_abi"):
+        fv.read_conf(p)
+    p.write_text("suite bookworm\n")
+    with pytest.raises(fv.FavorvmError, match="key = value"):
+        fv.read_conf(p)
+    with pytest.raises(fv.FavorvmError, match="missing"):
+        fv.read_conf(tmp_path / "nope.conf")
+
+
+def test_missing_tool_names_package_and_fix(monkeypatch):
+    monkeypatch.setattr(fv.shutil, "which", lambda n: None)
+    with pytest.raises(fv.FavorvmError, match=r"qemu-system-x86.*scripts/bootstrap"):
+        fv.need_tools("qemu-system-x86_64")
+
+
+def test_bad_vm_name():
+    with pytest.raises(fv.FavorvmError, match="VM name"):
+        fv.run_dir("../etc")
+
+
+def test_status_of_unknown_and_dead_vm(tmp_path):
+    env = dict(os.environ, FAVORLAB_CACHE=str(tmp_path))
+    p = subprocess.run([str(FAVORVM), "status", "--name", "nothere"], capture_output=True, text=True, env=env)
+    assert p.returncode == 0 and json.loads(p.stdout) == {"name": "nothere", "running": False}
+    # a state file whose PID is alive but is not our QEMU (this test process) reads as not running
+    d = tmp_path / "vm" / "run" / "ghost"
+    d.mkdir(parents=True)
+    (d / "state.json").write_text(json.dumps({"name": "ghost", "running": True, "pid": os.getpid(), "ssh_port": 1}))
+    p = subprocess.run([str(FAVORVM), "status", "--name", "ghost"], capture_output=True, text=True, env=env)
+    assert json.loads(p.stdout)["running"] is False
+    p = subprocess.run([str(FAVORVM), "ssh", "--name", "ghost", "true"], capture_output=True, text=True, env=env)
+    assert p.returncode == 1 and "not running" in p.stderr
+
+
+def test_inventory_is_what_ansible_and_remote_read(tmp_path, monkeypatch):
+    """The inventory favorvm writes gives Ansible the same SSH coordinates remote.vm_target reads."""
+    monkeypatch.setenv("FAVORLAB_CACHE", str(tmp_path))
+    d = tmp_path / "vm" / "run" / "t1"
+    d.mkdir(parents=True)
+    st = {"name": "t1", "running": False, "pid": None, "ssh_host": "127.0.0.1", "ssh_port": 40001,
+          "ssh_user": "root", "ssh_key": "/k/id_ed25519", "known_hosts": str(d / "known_hosts"),
+          "inventory": str(d / "inventory.yml"), "inventory_host": "favorlab-vm-t1"}
+    (d / "inventory.yml").write_text(fv.inventory_text("t1", st["inventory_host"], st))
+    fv.write_state(d, st)
+    ansible_inv = Path(sys.executable).parent / "ansible-inventory"
+    if not ansible_inv.exists():
+        pytest.skip("ansible-inventory is not in this venv (pip install -r requirements.txt)")
+    out = subprocess.run([str(ansible_inv), "-i", st["inventory"], "--host", st["inventory_host"]],
+                         capture_output=True, text=True, cwd=REPO / "ansible", check=True)
+    hv = json.loads(out.stdout)
+    assert hv["ansible_host"] == "127.0.0.1" and hv["ansible_port"] == 40001 and hv["ansible_user"] == "root"
+    assert hv["ansible_ssh_private_key_file"] == "/k/id_ed25519"
+    assert f"UserKnownHostsFile={st['known_hosts']}" in hv["ansible_ssh_common_args"]
+    assert hv["ansible_python_interpreter"] == "/usr/bin/python3" and hv["testbed_apt_update"] is False
+    from testbed import remote
+    t = remote.vm_target("t1")
+    assert (t["host"], t["port"], t["user"], t["key"], t["known_hosts"]) == \
+        ("127.0.0.1", 40001, "root", "/k/id_ed25519", st["known_hosts"])
+
+
+# ---------------------------------------------------------------- guest: boot, provision twice, stop
+
+def _no_guest(reason):
+    if os.environ.get("FAVORLAB_REQUIRE_GUEST") == "1":
+        pytest.fail(reason)
+    pytest.skip(reason)
+
+
+def _recap(out: str) -> dict:
+    line = [l for l in out.splitlines() if "ok=" in l and "changed=" in l][-1]
+    return {k: int(v) for k, v in (kv.split("=") for kv in line.split(":", 1)[1].split())}
+
+
+@pytest.mark.guest
+@pytest.mark.slow
+def test_boot_provision_twice_and_stop():
+    if not shutil.which("qemu-system-x86_64") or not shutil.which("debootstrap"):
+        _no_guest("qemu-system-x86_64 or debootstrap is missing (./favorlab test installs them)")
+    if os.geteuid() != 0:
+        _no_guest("building the guest image needs root (debootstrap)")
+    name = "vmtest"
+    t0 = time.time()
+    p = subprocess.run([str(FAVORVM), "start", "--name", name], capture_output=True, text=True, timeout=1800)
+    assert p.returncode == 0, p.stderr[-3000:]
+    st = json.loads(p.stdout)
+    print(f"start: {time.time() - t0:.1f} s (boot {st['boot_s']} s, {st['accel']})")
+    pid = st["pid"]
+    try:
+        assert st["running"] and st["ssh_user"] == "root"
+        again = json.loads(subprocess.run([str(FAVORVM), "start", "--name", name], capture_output=True,
+                                          text=True, check=True).stdout)
+        assert again["pid"] == pid                       # idempotent: the same VM
+        man = json.loads((Path(st["image"]) / "manifest.json").read_text())
+        uname = subprocess.run([str(FAVORVM), "ssh", "--name", name, "uname", "-r"], capture_output=True,
+                               text=True, timeout=60)
+        assert uname.stdout.strip() == man["kernel"]["release"] == st["kernel"]
+        assert man["packages"]["linux-image-" + st["kernel"]] == man["kernel"]["version"]
+        play = Path(sys.executable).parent / "ansible-playbook"
+        recaps = []
+        for i in (1, 2):
+            t1 = time.time()
+            r = subprocess.run([str(play), "-i", st["inventory"], "--limit", st["inventory_host"], "site.yml"],
+                               cwd=REPO / "ansible", capture_output=True, text=True, timeout=1200)
+            assert r.returncode == 0, r.stdout[-4000:] + r.stderr[-2000:]
+            recaps.append(_recap(r.stdout))
+            print(f"ansible run {i}: {time.time() - t1:.1f} s {recaps[-1]}")
+        assert recaps[0]["changed"] > 0 and recaps[0]["failed"] == 0
+        assert recaps[1]["changed"] == 0, "second provisioning changed something (not idempotent)"
+        chk = subprocess.run([str(FAVORVM), "ssh", "--name", name,
+                              "test -f /opt/favorlab/testbed/runner/run.py && test -d /var/lib/favorlab/runs && echo ok"],
+                             capture_output=True, text=True, timeout=60)
+        assert chk.stdout.strip() == "ok"
+    finally:
+        subprocess.run([str(FAVORVM), "stop", "--name", name], capture_output=True, timeout=180)
+    assert not Path(f"/proc/{pid}").exists(), f"QEMU pid {pid} left behind"
+    s = json.loads(subprocess.run([str(FAVORVM), "status", "--name", name], capture_output=True, text=True).stdout)
+    assert s["running"] is False and not (Path(st["inventory"]).parent / "overlay.qcow2").exists()
