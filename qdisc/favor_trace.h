@@ -36,6 +36,13 @@ static inline void favor_trace_addr(char *buf, const struct flow_keys *k, bool s
 }
 #endif
 
+/* so that userspace parsers of the format file (perf, trace-cmd) can resolve the names */
+TRACE_DEFINE_ENUM(FAVOR_VERDICT_FAVORED);
+TRACE_DEFINE_ENUM(FAVOR_VERDICT_STANDARD);
+TRACE_DEFINE_ENUM(FAVOR_VERDICT_PUSHOUT_VICTIM);
+TRACE_DEFINE_ENUM(FAVOR_VERDICT_DROP_FAVORED);
+TRACE_DEFINE_ENUM(FAVOR_VERDICT_DROP_STANDARD);
+
 TRACE_EVENT(favor_enqueue,
 
 	TP_PROTO(const struct net_device *dev, const struct flow_keys *keys, u8 verdict, u32 qlen),

@@ -178,7 +178,8 @@ static int favor_parse(struct Qdisc *sch, struct nlattr *opt, struct nlattr **tb
 	struct favor_sched_data *q = qdisc_priv(sch);
 	int err;
 
-	err = nla_parse_nested(tb, TCA_FAVOR_MAX, opt, favor_policy, extack);
+	/* tc does not set NLA_F_NESTED on TCA_OPTIONS: the deprecated (lenient) parser, as fq_codel */
+	err = nla_parse_nested_deprecated(tb, TCA_FAVOR_MAX, opt, favor_policy, extack);
 	if (err < 0)
 		return err;
 	if (tb[TCA_FAVOR_LIMIT]) {

@@ -1,0 +1,148 @@
+#!/usr/bin/env python3
+"""Record sch_favor's per-packet verdicts (tracepoint favor:favor_enqueue) into a CSV.
+
+    python3 favor_trace.py --out FILE.csv [--dev rl-eth1] [--tracefs /sys/kernel/tracing]
+
+Runs on the testbed host as root, started by testbed/runner/run.py, stopped with SIGINT or
+SIGTERM: it then drains what the kernel still holds, writes a final "# lost_events=N" comment
+(events the ring buffer overwrote; 0 means the trace is complete), closes the file and removes
+its tracefs instance. It uses its own tracefs instance (instances/favorlab-<pid>) so it does not
+disturb other tracing, and filters on the device in the kernel.
+
+CSV columns: t (unix time, s), dev, verdict (favored, standard, pushout_victim, drop_favored,
+drop_standard), src, dst (address strings, empty for non-IP), sport, dport, proto (IP protocol
+number, 6 = TCP), qlen (queue length after the verdict). A push-out gives two rows: the victim's
+pushout_victim row (its own flow key), then the arrival's favored row.
+Python standard library only (it runs in the guest).
+"""
+import argparse
+import csv
+import errno
+import os
+import re
+import select
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+COLUMNS = ["t", "dev", "verdict", "src", "dst", "sport", "dport", "proto", "qlen"]
+EVENT = "favor/favor_enqueue"
+LINE = re.compile(r"\s(\d+\.\d+):\s+favor_enqueue:\s+(.*)$")
+FIELD = re.compile(r"(\w+)=(\S*)")
+
+
+def find_tracefs(given=None) -> Path:
+    cands = [Path(given)] if given else [Path("/sys/kernel/tracing"), Path("/sys/kernel/debug/tracing")]
+    for p in cands:
+        if (p / "instances").is_dir():
+            return p
+    p = cands[0]
+    r = subprocess.run(["mount", "-t", "tracefs", "nodev", str(p)], capture_output=True, text=True)
+    if (p / "instances").is_dir():
+        return p
+    sys.exit(f"favor_trace: no tracefs at {p} and mounting it failed ({r.stderr.strip()}); "
+             "run as root on a kernel with CONFIG_TRACING")
+
+
+def parse(line: str, offset: float):
+    """One trace_pipe line -> CSV row (list), or None if it is not a favor_enqueue event."""
+    m = LINE.search(line)
+    if not m:
+        return None
+    f = dict(FIELD.findall(m.group(2)))
+    return [f"{float(m.group(1)) + offset:.6f}", f.get("dev", ""), f.get("verdict", ""), f.get("src", ""),
+            f.get("dst", ""), f.get("sport", ""), f.get("dport", ""), f.get("proto", ""), f.get("qlen", "")]
+
+
+def lost_events(inst: Path) -> int:
+    n = 0
+    for st in inst.glob("per_cpu/cpu*/stats"):
+        m = re.search(r"^overrun:\s*(\d+)", st.read_text(), re.M)
+        n += int(m.group(1)) if m else 0
+    return n
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--out", required=True, help="CSV file to write")
+    ap.add_argument("--dev", help="only this device (filtered in the kernel)")
+    ap.add_argument("--tracefs", help="tracefs mount point (default /sys/kernel/tracing, mounted if needed)")
+    ap.add_argument("--buffer-kb", type=int, default=16384, help="per-CPU ring buffer (default 16384 KiB)")
+    a = ap.parse_args()
+
+    root = find_tracefs(a.tracefs)
+    if not (root / "events" / EVENT).is_dir():
+        sys.exit(f"favor_trace: {root}/events/{EVENT} missing: load the module first (modprobe sch_favor)")
+    inst = root / "instances" / f"favorlab-{os.getpid()}"
+    inst.mkdir()
+    stop = []
+    for s in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(s, lambda *_: stop.append(1))
+    out = open(a.out, "w", newline="")
+    w = csv.writer(out)
+    w.writerow(COLUMNS)
+    rows = 0
+    try:
+        (inst / "buffer_size_kb").write_text(str(a.buffer_kb))
+        clocks = (inst / "trace_clock").read_text()
+        if "mono" in clocks.replace("[", " ").replace("]", " ").split():
+            (inst / "trace_clock").write_text("mono")
+            offset = time.time() - time.monotonic()      # trace timestamps -> unix time
+        else:
+            offset = 0.0
+        ev = inst / "events" / EVENT
+        if a.dev:
+            (ev / "filter").write_text(f'dev == "{a.dev}"')
+        (ev / "enable").write_text("1")
+        (inst / "tracing_on").write_text("1")
+        print(f"favor_trace: recording {EVENT} (dev {a.dev or 'any'}) into {a.out}", flush=True)
+        fd = os.open(inst / "trace_pipe", os.O_RDONLY | os.O_NONBLOCK)
+        buf = b""
+        draining = False
+        while True:
+            if stop and not draining:
+                (ev / "enable").write_text("0")          # nothing new; read what is left
+                draining = True
+            if not draining:
+                select.select([fd], [], [], 0.2)
+            try:
+                chunk = os.read(fd, 1 << 16)
+            except BlockingIOError:
+                chunk = b""
+            except InterruptedError:
+                continue
+            if not chunk:
+                if draining:
+                    break
+                continue
+            buf += chunk
+            *lines, buf = buf.split(b"\n")
+            for line in lines:
+                row = parse(line.decode(errors="replace"), offset)
+                if row:
+                    w.writerow(row)
+                    rows += 1
+        os.close(fd)
+        lost = lost_events(inst)
+        out.write(f"# lost_events={lost}\n")
+        print(f"favor_trace: {rows} events written, {lost} lost", flush=True)
+    finally:
+        out.close()
+        try:
+            (inst / "events" / EVENT / "enable").write_text("0")
+        except OSError:
+            pass
+        for _ in range(50):                               # rmdir fails while the pipe is busy
+            try:
+                inst.rmdir()
+                break
+            except OSError as e:
+                if e.errno != errno.EBUSY:
+                    break
+                time.sleep(0.1)
+
+
+if __name__ == "__main__":
+    main()
