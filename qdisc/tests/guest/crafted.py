@@ -5,7 +5,7 @@
 
 In a fresh network namespace: a dummy device d0 with htb (rate 1 kbit) as root and favor as its
 only leaf. A primer packet empties htb's tokens, so the crafted packets that follow all queue up
-(about a second of slack); then the htb rate is raised and the queue drains. An AF_PACKET socket
+(about 2.7 s of slack); then the htb rate is raised and the queue drains. An AF_PACKET socket
 on d0 sees every packet as it leaves (after the qdisc), in departure order. Each crafted packet
 carries its id. Packet kinds: udp4 / udp6 (datagram to port 20000+flow), tcp4 (raw TCP segment,
 ports 30000+flow, id in the sequence number), frag4 (an IPv4 UDP datagram of 2000 bytes, port
@@ -46,7 +46,7 @@ def setup(limit, nopushout):
     sh("ip", "link", "set", DEV, "up")
     sh("tc", "qdisc", "add", "dev", DEV, "root", "handle", "1:", "htb", "default", "1")
     sh("tc", "class", "add", "dev", DEV, "parent", "1:", "classid", "1:1", "htb", "rate", "1kbit",
-       "burst", "1", "cburst", "1")   # no slack: after the primer the class owes ~0.6 s
+       "burst", "1", "cburst", "1")   # no slack: after the primer the class owes ~2.7 s
     sh("tc", "qdisc", "add", "dev", DEV, "parent", "1:1", "handle", "10:", "favor", "limit", str(limit),
        "buckets", "1048576", *(["nopushout"] if nopushout else []))
 
@@ -125,7 +125,7 @@ def main():
         tracer.stdout.readline()                     # "recording ..." once enabled
     send = sender()
     s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-    s.sendto(b"primer", (DST4, 9999))                # leaves at once and empties htb's tokens
+    s.sendto(b"P" * 300, (DST4, 9999))             # leaves at once; the class then owes ~2.7 s
     time.sleep(0.05)
     t0 = time.monotonic()
     for pid, kind, flow in spec["packets"]:
@@ -141,7 +141,7 @@ def main():
     xs_full = json.loads(sh("tc", "-s", "-j", "qdisc", "show", "dev", DEV))
     sh("tc", "class", "change", "dev", DEV, "parent", "1:", "classid", "1:1", "htb", "rate", "1gbit",
        "burst", "100k", "cburst", "100k")
-    # htb's watchdog fires when the primer's debt is paid (~0.6 s), then the queue drains
+    # htb's watchdog fires when the primer's debt is paid (~2.7 s), then the queue drains
     deadline = time.monotonic() + 15
     while time.monotonic() < deadline:
         time.sleep(0.2)
