@@ -19,7 +19,8 @@ def lib(tmp_path_factory):
         pytest.skip("gcc not installed (apt-get install gcc)")
     so = tmp_path_factory.mktemp("core") / "core_harness.so"
     # no ASan here: its runtime must be loaded first, which a ctypes library in Python is not
-    subprocess.run(["gcc", "-O1", "-g", "-Wall", "-Wextra", "-Werror", "-fPIC", "-shared",
+    # -fno-strict-aliasing as the kernel: the list head is used as an sk_buff, as in the kernel
+    subprocess.run(["gcc", "-O2", "-fno-strict-aliasing", "-g", "-Wall", "-Wextra", "-Werror", "-fPIC", "-shared",
                     f"-I{QDISC / 'include'}", "-o", str(so), str(QDISC / "tests" / "core_harness.c")],
                    check=True)
     return ctypes.CDLL(str(so))

@@ -1,0 +1,143 @@
+#!/usr/bin/env python3
+"""Per-packet cost of sch_favor against pfifo, in the kernel, with pktgen.
+
+    python3 /opt/favorlab/qdisc/bench/bench.py [--count 60000] [--reps 3] [--limits 8 100 1000 10000]
+                                               [--flows 1 100 10000] [--json out.json]
+
+Runs as root on a testbed host (the QEMU guest; see qdisc/bench/run). For each mode, limit and
+number of flows it runs pktgen (xmit_mode queue_xmit: every packet goes through dev_queue_xmit and
+the qdisc) on a dummy device in a private network namespace, once with pfifo and once with favor,
+interleaved, --reps times, and reports pktgen's packets per second (median). pktgen is CPU bound, so
+pps_pfifo / pps_favor is the ratio of the whole per-packet cost (skb allocation, dev_queue_xmit,
+qdisc, driver) with favor to that with pfifo; the qdisc's own share is smaller than the whole.
+
+Modes:
+  backlogged  htb at 1 Mbit/s above the qdisc: the queue stays full at `limit`, so every arrival
+              takes the full-queue branch (pfifo: tail drop; favor: standard drop, or push-out of
+              the last standard packet when the arrival's flow has nothing queued)
+  through     the qdisc as root of the dummy device: enqueue + dequeue at a near-empty queue
+Flows: pktgen cycles UDP source ports over N values (N concurrent flows, round robin).
+Standard library only.
+"""
+import argparse
+import json
+import os
+import platform
+import re
+import statistics
+import subprocess
+import sys
+import time
+
+PG = "/proc/net/pktgen"
+TC_ENV = dict(os.environ, TC_LIB_DIR=os.environ.get("TC_LIB_DIR", "/usr/local/lib/favorlab/tc"))
+
+
+def sh(cmd):
+    r = subprocess.run(cmd, shell=True, capture_output=True, text=True, env=TC_ENV)
+    if r.returncode:
+        sys.exit(f"bench: {cmd}: {r.stderr.strip()}")
+    return r.stdout
+
+
+def pg(path, cmd):
+    with open(path, "w") as f:
+        f.write(cmd + "\n")
+
+
+def run_one(mode, kind, limit, flows, count):
+    """pktgen pps through `kind` (pfifo or favor) in a fresh device."""
+    sh("ip link del bench0 2>/dev/null; ip link add bench0 type dummy && ip link set bench0 up txqueuelen 1000")
+    if mode == "backlogged":
+        sh("tc qdisc add dev bench0 root handle 1: htb default 1 && "
+           "tc class add dev bench0 parent 1: classid 1:1 htb rate 1mbit burst 1600 && "
+           f"tc qdisc add dev bench0 parent 1:1 handle 10: {kind} limit {limit}")
+    else:
+        sh(f"tc qdisc add dev bench0 root handle 10: {kind} limit {limit}")
+    thread = f"{PG}/kpktgend_0"
+    pg(thread, "rem_device_all")
+    pg(thread, "add_device bench0")
+    dev = f"{PG}/bench0"
+    for c in ["xmit_mode queue_xmit", f"count {count}", "pkt_size 64", "delay 0", "clone_skb 0",
+              "dst 10.77.0.2", "src_min 10.77.0.1", "src_max 10.77.0.1", "dst_mac 02:00:00:00:00:02",
+              "udp_dst_min 9", "udp_dst_max 9", "udp_src_min 10000", f"udp_src_max {10000 + flows - 1}"]:
+        pg(dev, c)
+    pg(f"{PG}/pgctrl", "start")              # returns when count packets were sent
+    res = open(dev).read()
+    stats = sh("tc -s -j qdisc show dev bench0")
+    pg(thread, "rem_device_all")
+    sh("ip link del bench0")
+    m = re.search(r"Result: OK: (\d+)\(c\d+\+d\d+\) usec, (\d+) \(\d+byte", res)
+    if not m:
+        sys.exit(f"bench: pktgen did not finish: {res[-600:]}")
+    usec, sent = int(m.group(1)), int(m.group(2))
+    q = [x for x in json.loads(stats) if x.get("kind") == kind][0]
+    return sent * 1e6 / usec, q
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--count", type=int, default=60000, help="packets per pktgen run (default 60000)")
+    ap.add_argument("--reps", type=int, default=3)
+    ap.add_argument("--limits", type=int, nargs="+", default=[8, 100, 1000, 10000])
+    ap.add_argument("--flows", type=int, nargs="+", default=[1, 100, 10000])
+    ap.add_argument("--modes", nargs="+", default=["backlogged", "through"])
+    ap.add_argument("--json", help="also write the results here")
+    a = ap.parse_args()
+    if os.geteuid() != 0:
+        sys.exit("bench: run as root (pktgen, tc)")
+    subprocess.run(["modprobe", "pktgen"], check=True)
+    subprocess.run(["modprobe", "sch_favor"], check=True)
+    if not os.path.exists(f"{PG}/kpktgend_0"):
+        sys.exit("bench: /proc/net/pktgen/kpktgend_0 missing after modprobe pktgen")
+    cpus = os.cpu_count()
+    # pktgen's other threads must not own the device: keep everything on thread 0
+    for i in range(1, cpus):
+        if os.path.exists(f"{PG}/kpktgend_{i}"):
+            pg(f"{PG}/kpktgend_{i}", "rem_device_all")
+    grid = []
+    for mode in a.modes:
+        for limit in (a.limits if mode == "backlogged" else [1000]):
+            for flows in a.flows:
+                grid.append((mode, limit, flows))
+    results = []
+    t0 = time.time()
+    for mode, limit, flows in grid:
+        pps = {"pfifo": [], "favor": []}
+        last = {}
+        for _ in range(a.reps):
+            for kind in ("pfifo", "favor"):          # interleaved: drifts hit both alike
+                v, q = run_one(mode, kind, limit, flows, a.count)
+                pps[kind].append(v)
+                last[kind] = q
+        r = {"mode": mode, "limit": limit, "flows": flows,
+             "pps_pfifo": statistics.median(pps["pfifo"]), "pps_favor": statistics.median(pps["favor"]),
+             "runs": pps, "favor_xstats": {k: last["favor"].get(k) for k in
+                                           ("favored", "standard", "pushouts", "drop_favored", "drop_standard")}}
+        r["ratio"] = r["pps_pfifo"] / r["pps_favor"]
+        results.append(r)
+        print(f"# {mode} limit={limit} flows={flows}: pfifo {r['pps_pfifo']:.0f} pps favor {r['pps_favor']:.0f} pps "
+              f"ratio {r['ratio']:.3f}", file=sys.stderr, flush=True)
+    env = {"kernel": platform.release(), "cpus": cpus,
+           "module": open("/sys/module/sch_favor/version").read().strip(),
+           "cpu_model": re.search(r"model name\s*:\s*(.*)", open("/proc/cpuinfo").read()).group(1),
+           "count": a.count, "reps": a.reps, "seconds": round(time.time() - t0, 1),
+           "command": "python3 " + " ".join([os.path.abspath(sys.argv[0])] + sys.argv[1:])}
+    print(f"kernel {env['kernel']}, sch_favor {env['module']}, {cpus} CPU ({env['cpu_model']}), "
+          f"pktgen queue_xmit, 64-byte UDP, {a.count} packets x {a.reps} reps (median), {env['seconds']} s")
+    print(f"reproduce: {env['command']}")
+    print()
+    print("| mode | limit (pkts) | flows | pfifo kpps | favor kpps | cost ratio favor/pfifo | favor verdicts (last run) |")
+    print("|---|---:|---:|---:|---:|---:|---|")
+    for r in results:
+        x = r["favor_xstats"]
+        verd = ", ".join(f"{k} {v}" for k, v in x.items() if v)
+        print(f"| {r['mode']} | {r['limit'] if r['mode'] == 'backlogged' else '-'} | {r['flows']} | "
+              f"{r['pps_pfifo'] / 1e3:.1f} | {r['pps_favor'] / 1e3:.1f} | {r['ratio']:.2f} | {verd} |")
+    if a.json:
+        with open(a.json, "w") as f:
+            json.dump({"env": env, "results": results}, f, indent=1)
+
+
+if __name__ == "__main__":
+    main()
