@@ -60,7 +60,7 @@ def run_one(mode, kind, limit, flows, count):
     dev = f"{PG}/bench0"
     for c in ["xmit_mode queue_xmit", f"count {count}", "pkt_size 64", "delay 0", "clone_skb 0",
               "dst 10.77.0.2", "src_min 10.77.0.1", "src_max 10.77.0.1", "dst_mac 02:00:00:00:00:02",
-              "udp_dst_min 9", "udp_dst_max 9", "udp_src_min 10000", f"udp_src_max {10000 + flows - 1}"]:
+              "udp_dst_min 9", "udp_dst_max 9", "udp_src_min 10000", f"udp_src_max {10000 + flows}"]:   # pktgen cycles [min, max):
         pg(dev, c)
     pg(f"{PG}/pgctrl", "start")              # returns when count packets were sent
     res = open(dev).read()

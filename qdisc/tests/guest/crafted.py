@@ -40,10 +40,15 @@ def sh(*cmd):
 
 
 def setup(limit, nopushout):
+    # no IPv6 router solicitations in this namespace; MLD reports for the new address are let pass below
+    for k in ("accept_ra", "router_solicitations"):
+        with open(f"/proc/sys/net/ipv6/conf/default/{k}", "w") as f:
+            f.write("0\n")
     sh("ip", "link", "add", DEV, "type", "dummy")
     sh("ip", "addr", "add", f"{SRC4}/24", "dev", DEV)
     sh("ip", "-6", "addr", "add", f"{SRC6}/64", "dev", DEV, "nodad")
     sh("ip", "link", "set", DEV, "up")
+    time.sleep(2.5)          # the unsolicited MLD reports (2, within ~1 s each) go out before the qdisc exists
     sh("tc", "qdisc", "add", "dev", DEV, "root", "handle", "1:", "htb", "default", "1")
     sh("tc", "class", "add", "dev", DEV, "parent", "1:", "classid", "1:1", "htb", "rate", "1kbit",
        "burst", "1", "cburst", "1")   # no slack: after the primer the class owes ~2.7 s
