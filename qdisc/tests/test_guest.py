@@ -66,7 +66,8 @@ def guest():
     g = Guest()
     g.run("dmesg -C")
     yield g
-    subprocess.run([str(FAVORVM), "stop", "--name", VM], capture_output=True, timeout=300)
+    if os.environ.get("QDISC_TEST_KEEP_VM") != "1":        # 1: leave it running for the next run (development)
+        subprocess.run([str(FAVORVM), "stop", "--name", VM], capture_output=True, timeout=300)
 
 
 def dkms_version():
