@@ -75,13 +75,21 @@ static double bench_fifo(u32 limit, long n)
 int main(void)
 {
 	static const u32 limits[] = { 8, 100, 1000, 10000 }, nflows[] = { 1, 100, 10000 };
-	long n = 20000000;
+	long n = 4000000;
 	unsigned i, j;
 
 	printf("| limit | flows | fifo ns/pkt | favor core ns/pkt | ratio |\n|---:|---:|---:|---:|---:|\n");
 	for (i = 0; i < 4; i++)
 		for (j = 0; j < 3; j++) {
-			double f = bench_fifo(limits[i], n), c = bench_favor(limits[i], nflows[j], n);
+			double f = 1e9, c = 1e9;
+			int r;
+
+			for (r = 0; r < 5; r++) {	/* best of 5: the host is shared */
+				double x = bench_fifo(limits[i], n), y = bench_favor(limits[i], nflows[j], n);
+
+				f = x < f ? x : f;
+				c = y < c ? y : c;
+			}
 
 			printf("| %u | %u | %.1f | %.1f | %.2f |\n", limits[i], nflows[j], f, c, c / f);
 		}
