@@ -27,7 +27,7 @@ CTL = REPO / "workflow" / "scripts" / "testbed_ctl.py"
 VM = "qdisc-test"
 TESTBED = json.dumps({"kind": "local-vm", "vm_name": VM})
 GUEST_QDISC = "/opt/favorlab/qdisc"
-TC = "TC_LIB_DIR=/usr/local/lib/favorlab/tc tc"
+TC = "env TC_LIB_DIR=/usr/local/lib/favorlab/tc tc"
 VERDICTS = ["favored", "standard", "pushout_victim", "drop_favored", "drop_standard"]
 
 pytestmark = [pytest.mark.guest, pytest.mark.slow]
