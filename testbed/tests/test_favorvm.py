@@ -140,6 +140,16 @@ def _recap(out: str) -> dict:
     return {k: int(v) for k, v in (kv.split("=") for kv in line.split(":", 1)[1].split())}
 
 
+def _alive(pid: int) -> bool:
+    """The process exists and is not a zombie (the QEMU is reparented to this machine's init, which may
+    reap it a little later)."""
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return False
+    return state != "Z"
+
+
 @pytest.mark.guest
 @pytest.mark.slow
 def test_boot_provision_twice_and_stop():
@@ -181,6 +191,6 @@ def test_boot_provision_twice_and_stop():
         assert chk.stdout.strip() == "ok"
     finally:
         subprocess.run([str(FAVORVM), "stop", "--name", name], capture_output=True, timeout=180)
-    assert not Path(f"/proc/{pid}").exists(), f"QEMU pid {pid} left behind"
+    assert not _alive(pid), f"QEMU pid {pid} left behind"
     s = json.loads(subprocess.run([str(FAVORVM), "status", "--name", name], capture_output=True, text=True).stdout)
     assert s["running"] is False and not (Path(st["inventory"]).parent / "overlay.qcow2").exists()
