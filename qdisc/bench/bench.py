@@ -1,13 +1,14 @@
 #!/usr/bin/env python3
 """Per-packet cost of sch_favor against pfifo, in the kernel, with pktgen.
 
-    python3 /opt/favorlab/qdisc/bench/bench.py [--count 60000] [--reps 3] [--limits 8 100 1000 10000]
+    python3 /opt/favorlab/qdisc/bench/bench.py [--seconds 1.5] [--reps 3] [--limits 8 100 1000 10000]
                                                [--flows 1 100 10000] [--json out.json]
 
 Runs as root on a testbed host (the QEMU guest; see qdisc/bench/run). For each mode, limit and
 number of flows it runs pktgen (xmit_mode queue_xmit: every packet goes through dev_queue_xmit and
 the qdisc) on a dummy device in a private network namespace, once with pfifo and once with favor,
-interleaved, --reps times, and reports pktgen's packets per second (median). pktgen is CPU bound, so
+interleaved, --reps times, and reports the packets pktgen offered per second (accepted + dropped
+by the qdisc; median). pktgen is CPU bound, so
 pps_pfifo / pps_favor is the ratio of the whole per-packet cost (skb allocation, dev_queue_xmit,
 qdisc, driver) with favor to that with pfifo; the qdisc's own share is smaller than the whole.
 
@@ -25,6 +26,7 @@ import os
 import platform
 import re
 import statistics
+import threading
 import subprocess
 import sys
 import time
@@ -45,7 +47,7 @@ def pg(path, cmd):
         f.write(cmd + "\n")
 
 
-def run_one(mode, kind, limit, flows, count):
+def run_one(mode, kind, limit, flows, seconds):
     """pktgen pps through `kind` (pfifo or favor) in a fresh device."""
     sh("ip link del bench0 2>/dev/null; ip link add bench0 type dummy && ip link set bench0 up txqueuelen 1000")
     if mode == "backlogged":
@@ -58,26 +60,32 @@ def run_one(mode, kind, limit, flows, count):
     pg(thread, "rem_device_all")
     pg(thread, "add_device bench0")
     dev = f"{PG}/bench0"
-    for c in ["xmit_mode queue_xmit", f"count {count}", "pkt_size 64", "delay 0", "clone_skb 0",
+    for c in ["xmit_mode queue_xmit", "count 0", "pkt_size 64", "delay 0", "clone_skb 0",
               "dst 10.77.0.2", "src_min 10.77.0.1", "src_max 10.77.0.1", "dst_mac 02:00:00:00:00:02",
               "udp_dst_min 9", "udp_dst_max 9", "udp_src_min 10000", f"udp_src_max {10000 + flows}"]:   # pktgen cycles [min, max):
         pg(dev, c)
-    pg(f"{PG}/pgctrl", "start")              # returns when count packets were sent
+    # count 0 = until stopped: pktgen counts only accepted packets in "count", and a full queue drops
+    starter = threading.Thread(target=pg, args=(f"{PG}/pgctrl", "start"))
+    starter.start()                          # the write returns when pktgen stops
+    time.sleep(seconds)
+    pg(f"{PG}/pgctrl", "stop")
+    starter.join()
     res = open(dev).read()
     stats = sh("tc -s -j qdisc show dev bench0")
     pg(thread, "rem_device_all")
     sh("ip link del bench0")
-    m = re.search(r"Result: OK: (\d+)\(c\d+\+d\d+\) usec, (\d+) \(\d+byte", res)
-    if not m:
-        sys.exit(f"bench: pktgen did not finish: {res[-600:]}")
-    usec, sent = int(m.group(1)), int(m.group(2))
+    m = re.search(r"Result: OK: (\d+)\(c\d+\+d\d+\) usec", res)
+    c = re.search(r"pkts-sofar: (\d+)\s+errors: (\d+)", res)
+    if not m or not c:
+        sys.exit(f"bench: pktgen did not report: {res[-600:]}")
+    usec, sent = int(m.group(1)), int(c.group(1)) + int(c.group(2))   # accepted + dropped by the qdisc
     q = [x for x in json.loads(stats) if x.get("kind") == kind][0]
     return sent * 1e6 / usec, q
 
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--count", type=int, default=60000, help="packets per pktgen run (default 60000)")
+    ap.add_argument("--seconds", type=float, default=1.5, help="length of one pktgen run (default 1.5 s)")
     ap.add_argument("--reps", type=int, default=3)
     ap.add_argument("--limits", type=int, nargs="+", default=[8, 100, 1000, 10000])
     ap.add_argument("--flows", type=int, nargs="+", default=[1, 100, 10000])
@@ -107,7 +115,7 @@ def main():
         last = {}
         for _ in range(a.reps):
             for kind in ("pfifo", "favor"):          # interleaved: drifts hit both alike
-                v, q = run_one(mode, kind, limit, flows, a.count)
+                v, q = run_one(mode, kind, limit, flows, a.seconds)
                 pps[kind].append(v)
                 last[kind] = q
         r = {"mode": mode, "limit": limit, "flows": flows,
@@ -121,10 +129,10 @@ def main():
     env = {"kernel": platform.release(), "cpus": cpus,
            "module": open("/sys/module/sch_favor/version").read().strip(),
            "cpu_model": re.search(r"model name\s*:\s*(.*)", open("/proc/cpuinfo").read()).group(1),
-           "count": a.count, "reps": a.reps, "seconds": round(time.time() - t0, 1),
+           "seconds_per_run": a.seconds, "reps": a.reps, "seconds": round(time.time() - t0, 1),
            "command": "python3 " + " ".join([os.path.abspath(sys.argv[0])] + sys.argv[1:])}
     print(f"kernel {env['kernel']}, sch_favor {env['module']}, {cpus} CPU ({env['cpu_model']}), "
-          f"pktgen queue_xmit, 64-byte UDP, {a.count} packets x {a.reps} reps (median), {env['seconds']} s")
+          f"pktgen queue_xmit, 64-byte UDP, {a.seconds} s x {a.reps} reps (median), {env['seconds']} s")
     print(f"reproduce: {env['command']}")
     print()
     print("| mode | limit (pkts) | flows | pfifo kpps | favor kpps | cost ratio favor/pfifo | favor verdicts (last run) |")
