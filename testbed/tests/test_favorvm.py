@@ -194,3 +194,27 @@ def test_boot_provision_twice_and_stop():
     assert not _alive(pid), f"QEMU pid {pid} left behind"
     s = json.loads(subprocess.run([str(FAVORVM), "status", "--name", name], capture_output=True, text=True).stdout)
     assert s["running"] is False and not (Path(st["inventory"]).parent / "overlay.qcow2").exists()
+
+
+def test_kernel_pin_and_loud_fallback(monkeypatch, capsys):
+    """A mirror without the pinned ABI: the build says so loudly and records what it used instead."""
+    conf = {"suite": "bookworm", "mirror": "http://m", "kernel_abi": "6.1.0-50", "kernel_version": "6.1.176-1"}
+    answers = {}
+
+    def fake_chroot(root, cmd, check=True, capture=False):
+        for pat, out in answers.items():
+            if pat in cmd:
+                return subprocess.CompletedProcess(cmd, 0, out, "")
+        return subprocess.CompletedProcess(cmd, 0, "", "")
+    monkeypatch.setattr(fv, "chroot", fake_chroot)
+    answers = {"linux-image-6.1.0-50-amd64": "6.1.176-1\n"}
+    assert fv.pick_kernel(Path("/x"), conf) == {"abi": "6.1.0-50", "version": "6.1.176-1", "pinned": True,
+                                                 "fallback": None}
+    answers = {"show --no-all-versions linux-image-amd64 ": "linux-image-6.1.0-51-amd64 (= 6.1.180-1)\n",
+               "linux-image-6.1.0-51-amd64": "6.1.180-1\n"}
+    k = fv.pick_kernel(Path("/x"), conf)
+    assert k["abi"] == "6.1.0-51" and k["version"] == "6.1.180-1" and not k["pinned"]
+    assert "FALLING BACK" in k["fallback"] and "FALLING BACK" in capsys.readouterr().err
+    answers = {}
+    with pytest.raises(fv.FavorvmError, match="neither the pinned"):
+        fv.pick_kernel(Path("/x"), conf)
