@@ -199,6 +199,9 @@ def test_crafted_packets_follow_algorithm_1(guest, name):
          counters["drop_standard"], counters["drop_limit"])
     assert q["drops"] == counters["pushouts"] + counters["drop_favored"] + counters["drop_standard"] + len(limit_drops)
     assert q["qlen"] == 0 and q["backlog"] == 0 and q["flows"] == 0
+    # while backlogged (after push-outs and a limit change), the parent htb agrees with favor's counts
+    full, htb = res["qdisc_backlogged"], res["htb_backlogged"]
+    assert full["qlen"] == len(order) and (htb["qlen"], htb["backlog"]) == (full["qlen"], full["backlog"])
     # the trace: one row per verdict, victims with their own flow key
     got = Counter(r["verdict"] for r in res["trace"])
     want = Counter({VERDICTS[v]: n for v, n in verdicts.items()})

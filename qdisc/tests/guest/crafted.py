@@ -144,6 +144,7 @@ def main():
         sh("tc", "qdisc", "change", "dev", DEV, "parent", "1:1", "handle", "10:", "favor",
            "limit", str(spec["change_limit"]))
     xs_full = json.loads(sh("tc", "-s", "-j", "qdisc", "show", "dev", DEV))
+    htb_full = json.loads(sh("tc", "-s", "-j", "qdisc", "show", "dev", DEV, "root"))
     sh("tc", "class", "change", "dev", DEV, "parent", "1:", "classid", "1:1", "htb", "rate", "1gbit",
        "burst", "100k", "cburst", "100k")
     # htb's watchdog fires when the primer's debt is paid (~2.7 s), then the queue drains
@@ -175,6 +176,7 @@ def main():
     fav = [q for q in qd if q.get("kind") == "favor"][0]
     fav_before = [q for q in xs_full if q.get("kind") == "favor"][0]
     print(json.dumps({"order": order, "qdisc": fav, "qdisc_backlogged": fav_before,
+                      "htb_backlogged": [q for q in htb_full if q.get("kind") == "htb"][0],
                       "send_s": elapsed}))
 
 
