@@ -121,8 +121,10 @@ def execute(ssh: Ssh, run_dir: Path, spec: Path | None, schedule: Path | None) -
     ssh.rsync(f"{ssh.dest}:{remote}/", f"{part}/")
     if rc:
         raise RemoteError(f"the runner on {ssh.dest} exited with {rc}; its log is {part}/log/runner.log")
-    finalize(run_dir)
     ssh.run(f"rm -rf {shlex.quote(remote)}")
+    # the rename is the last step: once the run directory is visible the job ends at once, so an
+    # interruption right after it (slow SSH in a TCG guest took seconds) rarely finds Snakemake's job unfinished
+    finalize(run_dir)
     return run_dir
 
 
