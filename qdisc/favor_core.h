@@ -107,6 +107,14 @@ static inline enum favor_verdict favor_core_enqueue(struct favor_core *q, struct
 	return FAVOR_VERDICT_STANDARD;
 }
 
+/* The packet favor_core_dequeue() returns next, left in the queue (and counted in its flow). */
+static inline struct sk_buff *favor_core_peek(struct favor_core *q)
+{
+	struct sk_buff *skb = skb_peek(&q->favored);
+
+	return skb ? skb : skb_peek(&q->standard);
+}
+
 static inline struct sk_buff *favor_core_dequeue(struct favor_core *q)
 {
 	struct sk_buff *skb = __skb_dequeue(&q->favored);

@@ -160,6 +160,18 @@ static struct sk_buff *favor_dequeue(struct Qdisc *sch)
 	return skb;
 }
 
+/*
+ * A real peek, not qdisc_peek_dequeued(): a peeked packet stays in its FIFO and in its flow's
+ * count, so a parent that peeks (tbf, hfsc) neither lets the queue exceed its limit by one nor
+ * makes the peeked packet's next sibling look like the first of its flow.
+ */
+static struct sk_buff *favor_peek(struct Qdisc *sch)
+{
+	struct favor_sched_data *q = qdisc_priv(sch);
+
+	return favor_core_peek(&q->core);
+}
+
 static void favor_reset(struct Qdisc *sch)
 {
 	struct favor_sched_data *q = qdisc_priv(sch);
@@ -347,7 +359,7 @@ static struct Qdisc_ops favor_qdisc_ops __read_mostly = {
 	.priv_size	= sizeof(struct favor_sched_data),
 	.enqueue	= favor_enqueue,
 	.dequeue	= favor_dequeue,
-	.peek		= qdisc_peek_dequeued,
+	.peek		= favor_peek,
 	.init		= favor_init,
 	.reset		= favor_reset,
 	.destroy	= favor_destroy,

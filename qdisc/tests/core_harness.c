@@ -61,6 +61,11 @@ static struct sk_buff *__skb_dequeue(struct sk_buff_head *l)
 	return skb;
 }
 
+static struct sk_buff *skb_peek(const struct sk_buff_head *l)
+{
+	return skb_queue_empty(l) ? NULL : l->next;
+}
+
 static struct sk_buff *__skb_dequeue_tail(struct sk_buff_head *l)
 {
 	struct sk_buff *skb = skb_queue_empty(l) ? NULL : l->prev;
@@ -116,6 +121,12 @@ static int take(struct sk_buff *skb)
 }
 
 int h_dequeue(void) { return take(favor_core_dequeue(&core)); }
+int h_peek(void)
+{
+	struct sk_buff *skb = favor_core_peek(&core);
+
+	return skb ? skb->id : -1;
+}
 void h_set_limit(u32 limit) { core.limit = limit; }
 int h_trim_one(void) { return take(favor_core_trim_one(&core)); }
 u32 h_qlen(void) { return favor_core_qlen(&core); }

@@ -42,6 +42,10 @@ class Core:
         r = self.lib.h_dequeue()
         return None if r < 0 else r
 
+    def peek(self):
+        r = self.lib.h_peek()
+        return None if r < 0 else r
+
     def set_limit(self, limit):
         self.lib.h_set_limit(limit)
         out = []
@@ -206,7 +210,12 @@ def run_random(lib, seed, steps=3000):
             assert got == want, f"seed {seed} step {pid}: enqueue flow {flow}: core {got} model {want}"
             last_seen[pid] = flow
         else:
+            # peek (what tbf/hfsc parents call) names the packet dequeue then returns, and leaves
+            # the queue as it was
+            peeked, qlen, flows = core.peek(), core.qlen(), core.flows()
+            assert (core.qlen(), core.flows()) == (qlen, flows)
             got, want = core.dequeue(), model.dequeue()
+            assert peeked == got, f"seed {seed} step {pid}: peek {peeked} then dequeue {got}"
             assert got == want, f"seed {seed} step {pid}: dequeue core {got} model {want}"
             if got is not None:
                 departed.append(got)
