@@ -285,8 +285,17 @@ class Run:
         self.start_servers()
         time.sleep(1.0)
         cpu = CpuSampler()
-        cpu.start()
-        t0 = time.time() + 3.0
+        # Every client is a fresh Python process per host; in a TCG guest their start-up took longer than
+        # a fixed 3 s lead, so the first flows of the schedule started ~4.5 s late (lateness check failed).
+        # Time one start-up now and give all clients that long per host and vCPU, 1.5 times over.
+        t_imp = time.time()
+        popen([sys.executable, "-c", "import workloads.client"], net.get(next(iter(self.hostsj["hosts"]))), cwd=REPO,
+              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL).wait(timeout=120)
+        startup = time.time() - t_imp
+        lead = max(3.0, 2.0 + 1.5 * startup * len(self.hostsj["hosts"]) / (os.cpu_count() or 1))
+        self.manifest["client_start_lead_s"] = round(lead, 2)
+        self.log(f"client start-up {startup:.2f} s: t0 in {lead:.1f} s")
+        t0 = time.time() + lead
         stop_at = t0 + s["duration_s"] + s["drain_s"]
         self.manifest["t0_unix"] = t0
         clients = {}
@@ -299,6 +308,9 @@ class Run:
                                stdout=(self.dir / "log" / f"client-{h}.out").open("w"), stderr=subprocess.STDOUT)
             self.procs[f"client-{h}"] = clients[h]
         self.log(f"clients started, t0 {t0:.3f}, stop at {stop_at:.3f}")
+        # CPU samples from 3 s before t0 as with the former fixed lead: a longer idle lead must not dilute them
+        time.sleep(max(0.0, t0 - 3.0 - time.time()))
+        cpu.start()
         for h, p in clients.items():
             try:
                 rc = p.wait(timeout=max(5.0, stop_at - time.time() + 30))
