@@ -49,7 +49,8 @@ def runs_section(rdir):
                              rep=spec.get("replication", ""), kernel=man.get("kernel", ""),
                              module=man.get("module", man.get("module_version", "")),
                              start=man.get("start", man.get("start_utc", "")), valid="yes" if fid.get("valid") else "NO",
-                             reasons="; ".join(fid.get("reasons", []))))
+                             reasons="; ".join(fid.get("reasons", [])),
+                             warnings="; ".join(fid.get("warnings", []))))
     return rows
 
 
@@ -86,7 +87,7 @@ def render(results):
             b = base64.b64encode(fh.read()).decode()
         parts.append(f"<h3>{html.escape(f[:-4])}</h3><img alt='{html.escape(f)}' src='data:image/png;base64,{b}'>")
     parts.append(f"<h2>Runs ({len(runs)}): manifest and fidelity</h2>")
-    parts.append(table(runs, ["run", "aqm", "load", "iw", "profile", "rep", "kernel", "module", "start", "valid", "reasons"], None))
+    parts.append(table(runs, ["run", "aqm", "load", "iw", "profile", "rep", "kernel", "module", "start", "valid", "reasons", "warnings"], None))
     parts.append("</body></html>")
     return "\n".join(parts)
 

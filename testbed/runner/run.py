@@ -420,11 +420,14 @@ class Run:
             self.log("topology down")
 
     def finish(self):
+        warnings = []
         for k, v in self.checks.items():
             if not v.get("ok"):
-                self.reasons.append(f"{k}: configured {v.get('configured')}, measured {v.get('measured')}")
+                # a failed check of severity "warning" is reported but leaves the run valid
+                (warnings if v.get("severity") == "warning" else self.reasons).append(
+                    f"{k}: configured {v.get('configured')}, measured {v.get('measured')}")
         self.write_json("fidelity.json", {"valid": not self.reasons, "reasons": self.reasons,
-                                          "checks": self.checks})
+                                          "warnings": warnings, "checks": self.checks})
         self.manifest.update(manifest(self.spec, self.dir))
         self.manifest["end_utc"] = utc()
         self.write_json("manifest.json", self.manifest)

@@ -67,14 +67,26 @@ def _doctor(run_dir, tmp_path, edit):
     return checks.check_run(d)
 
 
-def test_flows_that_sent_less_fail_the_offered_load(run_dir, tmp_path):
-    def halve(rs):
+def test_flows_opened_after_the_window_fail_the_offered_load(run_dir, tmp_path):
+    dur = json.loads((run_dir / "run.json").read_text())["duration_s"]
+
+    def late(rs):
         for r in rs:
-            r["bytes"] = str(int(r["bytes"]) // 4)
-    # a1 carries about a third of the forward load: a quarter of it sent is about 25 % short
-    res = _doctor(run_dir, tmp_path, halve)
+            r["actual_start_s"] = f"{dur + 1:.6f}"
+    # a1 carries about a third of the forward load: none of it opened inside the window
+    res = _doctor(run_dir, tmp_path, late)
     assert not res["offered_load"]["ok"]
     assert res["offered_load"]["measured"] < 0.9 * res["offered_load"]["scheduled"]
+
+
+def test_throughput_below_the_offer_is_not_a_workload_fault(run_dir, tmp_path):
+    def quarter(rs):
+        for r in rs:
+            r["bytes"] = str(int(r["bytes"]) // 4)
+    # TCP sent a quarter of a1's bytes (congestion, a flow larger than the run): offered all the same
+    res = _doctor(run_dir, tmp_path, quarter)
+    ol = res["offered_load"]
+    assert ol["ok"] and ol["sent"] < 0.9 * ol["measured"]
 
 
 def test_missing_and_unstarted_flows_are_flagged(run_dir, tmp_path):
