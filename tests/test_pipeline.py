@@ -68,6 +68,12 @@ def test_smoke_pipeline_interrupted_and_resumed(tmp_path):
             break
         time.sleep(2)
     assert first is not None, (tmp_path / "first.log").read_text()[-3000:]
+    # A run is finished for the pipeline once Snakemake has recorded the job (its directory appears a
+    # moment before): interrupting in between makes --rerun-incomplete redo it, as it should.
+    while time.time() < deadline and p.poll() is None and \
+            "(Rule: run)" not in "".join(l for l in (tmp_path / "first.log").read_text().splitlines(True)
+                                         if l.startswith("Finished jobid")):
+        time.sleep(0.5)
     os.killpg(p.pid, signal.SIGINT)  # our own process group only
     try:
         p.wait(timeout=300)
