@@ -143,13 +143,23 @@ def tc_env(kind: str) -> dict:
     return env
 
 
+def is_p4(aqm: dict) -> bool:
+    """The forward AQM is a P4 program on a BMv2 switch between rl and rr (p4/), not a qdisc."""
+    return aqm["forward"]["kind"] == "p4"
+
+
 def qdisc_plan(topo: dict, aqm: dict) -> dict:
-    """node -> list of (commands, tc kind) for every qdisc of the dumbbell."""
+    """node -> list of (commands, tc kind) for every qdisc of the dumbbell.
+
+    With a P4 AQM the forward bottleneck is the switch's queue (rate and depth set by p4/control.py):
+    rl-eth1 gets no qdisc. The reverse (ACK path) qdisc stays on rr-eth0 as for every AQM.
+    """
     acc = topo["access_mbps"]
     delays = one_way_delays(topo)
     plan: dict[str, list] = {n: [] for n in (*HOSTS, *ROUTERS, "root")}
-    plan["rl"].append((bottleneck_cmds("rl-eth1", topo["bottleneck_mbps"], aqm["forward"]["kind"],
-                                       aqm["forward"]["args"]), aqm["forward"]["kind"]))
+    if not is_p4(aqm):
+        plan["rl"].append((bottleneck_cmds("rl-eth1", topo["bottleneck_mbps"], aqm["forward"]["kind"],
+                                           aqm["forward"]["args"]), aqm["forward"]["kind"]))
     plan["rr"].append((bottleneck_cmds("rr-eth0", topo["bottleneck_mbps"], aqm["reverse"]["kind"],
                                        aqm["reverse"]["args"]), aqm["reverse"]["kind"]))
     for h in HOSTS:
@@ -161,7 +171,34 @@ def qdisc_plan(topo: dict, aqm: dict) -> dict:
 
 # ---------------------------------------------------------------- Mininet part (guest, root)
 
-def build(topo: dict, aqm: dict, log=print):
+P4_SWITCH = "s1"   # BMv2 between rl and rr when the AQM is a P4 program: rl-eth1 = s1-eth1, s1-eth2 = rr-eth0
+
+
+def _bmv2_switch_class():
+    """A Mininet switch running simple_switch in the root namespace (p4/switch.py does the work)."""
+    from mininet.node import Switch
+    from p4 import control, switch as p4switch
+
+    class BMv2Switch(Switch):
+        def __init__(self, name, p4_args=None, bottleneck_mbps=None, log_path=None, **kw):
+            kw.setdefault("inNamespace", False)
+            Switch.__init__(self, name, **kw)
+            self.p4 = p4switch.Switch(control.parse_args(p4_args), bottleneck_mbps, f"{name}-eth1",
+                                      f"{name}-eth2", log_path=log_path)
+
+        def start(self, controllers):
+            for intf in (f"{self.name}-eth1", f"{self.name}-eth2"):
+                run_in(None, offload_cmd(intf), check=False)
+            self.p4.start()
+
+        def stop(self, deleteIntfs=True):
+            self.p4.stop()
+            Switch.stop(self, deleteIntfs)
+
+    return BMv2Switch
+
+
+def build(topo: dict, aqm: dict, log=print, p4_log=None):
     """Create, start and configure the dumbbell. Returns the started Mininet object (call net.stop())."""
     validate(topo)
     from mininet.net import Mininet
@@ -183,7 +220,13 @@ def build(topo: dict, aqm: dict, log=print):
     for h in RIGHT:
         net.addLink(h, sr, intfName1=f"{h}-eth0", intfName2=f"sR-{h}")
     net.addLink("rl", sl, intfName1="rl-eth0", intfName2="sL-rl")
-    net.addLink("rl", "rr", intfName1="rl-eth1", intfName2="rr-eth0")
+    if is_p4(aqm):
+        s1 = net.addSwitch(P4_SWITCH, cls=_bmv2_switch_class(), p4_args=aqm["forward"]["args"],
+                           bottleneck_mbps=topo["bottleneck_mbps"], log_path=p4_log, dpid="3")
+        net.addLink("rl", s1, intfName1="rl-eth1", intfName2=f"{P4_SWITCH}-eth1")
+        net.addLink(s1, "rr", intfName1=f"{P4_SWITCH}-eth2", intfName2="rr-eth0")
+    else:
+        net.addLink("rl", "rr", intfName1="rl-eth1", intfName2="rr-eth0")
     net.addLink("rr", sr, intfName1="rr-eth1", intfName2="sR-rr")
     net.build()
     net.start()
@@ -230,6 +273,7 @@ def _configure(net, topo, aqm, plan, log):
         for cmds, kind in items:
             for c in cmds:
                 run_in(node, c, env=tc_env(kind))
-    log(f"dumbbell up: bottleneck {topo['bottleneck_mbps']} Mb/s {aqm['forward']['kind']} "
+    where = f"P4 switch {P4_SWITCH}" if is_p4(aqm) else "rl-eth1"
+    log(f"dumbbell up: bottleneck ({where}) {topo['bottleneck_mbps']} Mb/s {aqm['forward']['kind']} "
         f"{' '.join(map(str, aqm['forward']['args']))}, reverse {aqm['reverse']['kind']}, "
         f"access {topo['access_mbps']} Mb/s")

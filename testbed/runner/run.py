@@ -189,6 +189,35 @@ def probe_rate(net, hostsj, mbps: float, log) -> dict:
                                      "udp_goodput_mbps": meas, "lost_percent": lost}}
 
 
+def p4_state(sw) -> dict:
+    """The P4 bottleneck's verdict counters and queue state (favorqueue.p4; empty for droptail)."""
+    return {"t_unix": time.time(), "verdicts": sw.verdicts(), "registers": sw.registers()}
+
+
+def p4_drained_check(state: dict) -> dict:
+    """After the run the queue is empty, so favorqueue.p4's buffer and per-flow counts must be zero:
+    anything else is state leaked by packets that never reached egress."""
+    regs = state.get("registers") or {}
+    if not regs:
+        return {}
+    left = {"queued": regs["queued"], "flow_queued_sum": regs["flow_queued"]["sum"],
+            "standard_queued": regs["standard_queued"], "pushout_debt": regs["pushout_debt"]}
+    return {"p4_state_drained": {"configured": "all 0 after the run", "measured": left,
+                                 "ok": not any(left.values())}}
+
+
+def p4_manifest(sw, mbps: float) -> dict:
+    from p4 import control, switch as p4switch
+    m = control.describe(sw.params, mbps)
+    for t, arg in (("simple_switch", "--version"), ("p4c-bm2-ss", "--version")):
+        try:
+            m[t] = _first_line(out([p4switch.tool(t), arg], env=p4switch.tool_env()))
+        except p4switch.ToolchainMissing as e:
+            m[t] = f"(not available: {e})"
+    m["program_json_sha256"] = sha256(Path(sw.json)) if sw.json else None
+    return m
+
+
 class CpuSampler(threading.Thread):
     """Guest CPU busy share from /proc/stat, once a second."""
 
@@ -232,6 +261,7 @@ class Run:
         self.manifest: dict = {"start_utc": utc()}
         self.net = None
         self.rto = None
+        self.p4 = None
 
     def run(self) -> int:
         (self.dir / "DONE").unlink(missing_ok=True)
@@ -255,7 +285,7 @@ class Run:
     def setup(self):
         from topologies import dumbbell
         s = self.spec
-        for kind in {s["aqm"]["forward"]["kind"], s["aqm"]["reverse"]["kind"]}:
+        for kind in {s["aqm"]["forward"]["kind"], s["aqm"]["reverse"]["kind"]} - {"p4"}:
             mod = "sch_favor" if kind == "favor" else f"sch_{kind}"
             p = out(["modprobe", mod])   # built-in or already loaded is fine; tc says if it is missing
             if p.strip():
@@ -263,7 +293,11 @@ class Run:
         topo = dict(s["topology"], kind="dumbbell")
         self.hostsj = dumbbell.hosts_json(topo)
         (self.dir / "hosts.json").write_text(json.dumps(self.hostsj, indent=2) + "\n")
-        self.net = dumbbell.build(topo, s["aqm"], log=self.log)
+        self.net = dumbbell.build(topo, s["aqm"], log=self.log, p4_log=self.dir / "log" / "simple_switch.log")
+        if dumbbell.is_p4(s["aqm"]):
+            self.p4 = self.net.get(dumbbell.P4_SWITCH).p4
+            self.manifest["p4"] = p4_manifest(self.p4, s["topology"]["bottleneck_mbps"])
+            self.log(f"P4 bottleneck: {self.manifest['p4']}")
         apply_tcp(self.net, s["tcp"], self.hostsj["hosts"], self.log)
         if s["tcp"].get("initial_rto_ms"):
             from testbed.runner.bpf import InitialRto
@@ -279,6 +313,8 @@ class Run:
         for d in ("qdisc", "nstat", "pcap", "flows"):
             (self.dir / d).mkdir(exist_ok=True)
         self.write_json("qdisc/before.json", qdisc_stats(net))
+        if self.p4:
+            self.write_json("qdisc/p4-before.json", p4_state(self.p4))
         self.nstat_before = nstat(net, self.hostsj["hosts"])
         self.start_captures()
         self.start_trace()
@@ -327,6 +363,10 @@ class Run:
         self.stop_trace()
         self.stop_captures()
         self.write_json("qdisc/after.json", qdisc_stats(net))
+        if self.p4:
+            after_p4 = p4_state(self.p4)
+            self.write_json("qdisc/p4-after.json", after_p4)
+            self.checks.update(p4_drained_check(after_p4))
         after = nstat(net, self.hostsj["hosts"])
         for h in self.hostsj["hosts"]:
             self.write_json(f"nstat/{h}.json", {"before": self.nstat_before[h], "after": after[h]})

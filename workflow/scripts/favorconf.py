@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -38,6 +39,16 @@ TCP_PROFILES = {
     "linux": {"congestion_control": "cubic", "sack": True, "timestamps": True, "delayed_ack": True,
               "tlp": True, "rack": True, "initial_rto_ms": None, "ecn": False},
 }
+
+
+P4_TARBALL_DEFAULT = Path.home() / ".cache" / "favorlab" / "p4" / "p4lang.tar.gz"
+
+
+def p4_tarball() -> str | None:
+    """A prebuilt P4 toolchain prefix for hosts without p4lang packages (the local guest), or None."""
+    import os
+    p = os.environ.get("FAVORLAB_P4_TARBALL") or (str(P4_TARBALL_DEFAULT) if P4_TARBALL_DEFAULT.is_file() else "")
+    return p if p and Path(p).is_file() else None
 
 
 class ConfigError(ValueError):
@@ -108,6 +119,25 @@ def validate(config: dict, source: str = "config") -> dict:
         if name not in known:
             problems.append(f"{source}: aqms/{i}: {name!r} is not a known AQM. Fix: use one of "
                             f"{', '.join(sorted(known))}, or add an entry to config/aqms.yaml.")
+    for name in cfg["aqms"]:
+        if name in known and known[name]["forward"]["kind"] == "p4":
+            if str(REPO) not in sys.path:
+                sys.path.insert(0, str(REPO))
+            from p4 import control as p4control   # the P4 entry's arguments, checked before any run
+            try:
+                p4control.parse_args(_aqm_args(known[name]["forward"]["args"], cfg["topology"]))
+            except p4control.P4ConfigError as e:
+                problems.append(f"{source}: aqm {name!r} (config/aqms.yaml): {e}")
+    uses_p4 = any(name in known and known[name]["forward"]["kind"] == "p4" for name in cfg["aqms"])
+    if uses_p4:
+        # derived, not a config key: testbed_ctl provisions the P4 toolchain only when it is needed
+        cfg["testbed"]["p4"] = True
+        if cfg["testbed"]["kind"] == "local-vm" and not p4_tarball():
+            problems.append(
+                f"{source}: aqms use a P4 switch, and the local Debian 12 guest has no package source for "
+                f"p4lang's toolchain. Fix: build BMv2 and p4c into a prefix /opt/p4lang elsewhere, tar it "
+                f"(tar czf p4lang.tar.gz /opt/p4lang) and set FAVORLAB_P4_TARBALL to it, or put it at "
+                f"{P4_TARBALL_DEFAULT} (p4/README.md, 'Toolchain').")
     if cfg["warmup_s"] >= cfg["duration_s"]:
         problems.append(f"{source}: warmup_s ({cfg['warmup_s']}) must be below duration_s "
                         f"({cfg['duration_s']}). Fix: lower warmup_s or raise duration_s.")
