@@ -83,14 +83,20 @@ def up(tb: dict) -> None:
         log(f"starting the local VM {tb['vm_name']} (first boot builds the guest image)")
         subprocess.run([str(FAVORVM), "start", "--name", tb["vm_name"]], check=True)
     t = target(tb)
-    want = code_hash()
+    want = code_hash() + ("+p4" if tb.get("p4") else "")
     have = ssh(t, f"cat {MARKER} 2>/dev/null").stdout.strip()
     if have == want:
         log(f"{t['host']}:{t['port']} already provisioned with this code ({want})")
         return
     inv, host = inventory(tb)
     log(f"provisioning {host} with Ansible (ansible/site.yml)")
-    subprocess.run([str(VENV_BIN / "ansible-playbook"), "-i", inv, "--limit", host, "site.yml"],
+    extra = []
+    if tb.get("p4"):   # a config with a P4 AQM: the toolchain and the programs too (role p4_toolchain)
+        import favorconf
+        extra = ["-e", "favorlab_p4=true"]
+        if favorconf.p4_tarball():
+            extra += ["-e", f"p4_toolchain_tarball={favorconf.p4_tarball()}"]
+    subprocess.run([str(VENV_BIN / "ansible-playbook"), "-i", inv, "--limit", host, *extra, "site.yml"],
                    check=True, cwd=REPO / "ansible")
     r = ssh(t, f"mkdir -p $(dirname {MARKER}) && echo {want} > {MARKER}")
     if r.returncode != 0:
