@@ -1,9 +1,11 @@
 # Figures on the per-flow pairing DropTail/FaQ (same schedule): F10 Delta CDF, F11 P(improve/worsen), F12 G(x).
 all_pairs <- function(t) {
   fl <- metric_flows(t)
-  dt <- fl[aqm_is_dt(aqm)]; faq <- fl[aqm_is_faq(aqm)]
-  if (!nrow(dt) || !nrow(faq)) return(NULL)
-  p <- paired_delta(dt, faq)
+  # pairs are made within one dataplane: kernel DropTail with sch_favor, P4 DropTail with favorqueue.p4
+  p <- rbindlist(lapply(c("kernel", "p4"), function(dp) {
+    dt <- fl[aqm_is_dt(aqm) & aqm_dataplane(aqm) == dp]; faq <- fl[aqm_is_faq(aqm) & aqm_dataplane(aqm) == dp]
+    if (!nrow(dt) || !nrow(faq)) NULL else paired_delta(dt, faq)
+  }), fill = TRUE)
   if (!nrow(p)) NULL else p
 }
 fig_F10 <- function(t, out) {

@@ -22,5 +22,7 @@ metric_flows <- function(t) {
   f
 }
 
-aqm_is_dt <- function(a) tolower(a) %in% c("droptail", "dt", "pfifo", "fifo")
-aqm_is_faq <- function(a) tolower(a) %in% c("favor", "favorqueue", "faq")
+aqm_is_dt <- function(a) tolower(a) %in% c("droptail", "dt", "pfifo", "fifo", "p4-droptail")
+aqm_is_faq <- function(a) tolower(a) %in% c("favor", "favorqueue", "faq", "p4-favorqueue")
+# The dataplane an AQM runs on: DropTail and FaQ are paired within one (kernel qdiscs, or the P4 switch).
+aqm_dataplane <- function(a) ifelse(startsWith(tolower(a), "p4-"), "p4", "kernel")
