@@ -126,13 +126,14 @@ def describe(params: dict, bottleneck_mbps: float) -> dict:
     return d
 
 
-_COUNTER_RE = re.compile(r"BmCounterValue\(packets=(\d+),\s*bytes=(\d+)\)")
+# runtime_CLI.py prints "verdicts[3]= (4500 bytes, 3 packets)" and "queued[0]= 5" / "flow_queued= 0, 1, ..."
+_COUNTER_RE = re.compile(r"\w+\[\d+\]=\s*\((\d+) bytes, (\d+) packets\)")
 _REGISTER_RE = re.compile(r"\b\w+(?:\[\d+\])?=\s*(-?\d+(?:\s*,\s*-?\d+)*)")
 
 
 def parse_counter_lines(text: str) -> list[int]:
     """Packets of each `counter_read NAME INDEX` answer in a CLI transcript, in order."""
-    vals = [int(m.group(1)) for m in _COUNTER_RE.finditer(text)]
+    vals = [int(m.group(2)) for m in _COUNTER_RE.finditer(text)]
     if not vals:
         raise ValueError(f"no counter_read answer in: {text.strip()[:200]!r}")
     return vals

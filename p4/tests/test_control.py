@@ -73,8 +73,8 @@ def test_bad_p4_args_name_the_problem(args, needle):
 
 def test_cli_answers_parse():
     txt = ("Obtaining JSON from switch...\nDone\nControl utility for runtime P4 table manipulation\n"
-           "RuntimeCmd: verdicts[0]=  BmCounterValue(packets=12, bytes=12000)\n"
-           "RuntimeCmd: verdicts[1]=  BmCounterValue(packets=3, bytes=3000)\nRuntimeCmd: \n")
+           "RuntimeCmd: verdicts[0]= (12000 bytes, 12 packets)\n"
+           "RuntimeCmd: verdicts[1]= (3000 bytes, 3 packets)\nRuntimeCmd: \n")
     assert control.parse_counter_lines(txt) == [12, 3]
     assert control.parse_register_read("RuntimeCmd: flow_queued= 0, 2, 0, 1\nRuntimeCmd: ") == [0, 2, 0, 1]
     assert control.parse_register_read("RuntimeCmd: queued[0]= 5\n") == [5]
