@@ -4,6 +4,7 @@ This is the CI smoke run. It starts the pipeline, interrupts it as soon as the f
 complete, checks that nothing half-done is visible, restarts it, and checks that the finished run was
 not redone and that the results (run directories, tables, figures, report) are all there.
 """
+import csv
 import json
 import os
 import shutil
@@ -131,3 +132,9 @@ def test_smoke_pipeline_interrupted_and_resumed(tmp_path):
     for fig in ("F2", "F3", "F4"):
         assert any(n.startswith(fig) and n.endswith(".png") for n in figs), (fig, figs)
     assert (RESULTS / "report.html").stat().st_size > 10_000
+    with open(RESULTS / "verdict.csv", newline="") as f:
+        verdict = list(csv.DictReader(f))
+    assert [r["claim"] for r in verdict] == [f"C{i}" for i in range(1, 19)], verdict
+    assert any(r["status"] != "not run" for r in verdict), "the smoke runs decide no claim at all"
+    report = (RESULTS / "report.html").read_text()
+    assert "verdict.csv missing" not in report and "C11" in report

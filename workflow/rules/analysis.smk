@@ -24,9 +24,21 @@ rule figures:
         "Rscript analysis/R/figures.R --tables {RESULTS}/tables --out {output} > {log} 2>&1"
 
 
+rule verdict:
+    input:
+        expand(f"{RESULTS}/tables/{{run_id}}/flows.csv", run_id=sorted(RUNS)),
+    output:
+        f"{RESULTS}/verdict.csv",
+    log:
+        f"{RESULTS}/logs/verdict.log",
+    shell:
+        "Rscript analysis/R/verdict.R --tables {RESULTS}/tables --out {output} > {log} 2>&1"
+
+
 rule report:
     input:
         figures=f"{RESULTS}/figures",
+        verdict=f"{RESULTS}/verdict.csv",
         runs=expand(f"{RESULTS}/runs/{{run_id}}", run_id=sorted(RUNS)),
     output:
         report=REPORT,
