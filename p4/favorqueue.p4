@@ -51,8 +51,11 @@ const bit<32> V_DROP_VICTIM    = 5;  /* standard dropped in place of an owed pus
 const bit<32> V_VICTIM_SERVED  = 6;  /* an owed victim left the queue before it could be paid */
 const bit<32> V_AGED_FLOW      = 7;  /* a stale per-flow count reset */
 const bit<32> V_AGED_QUEUE     = 8;  /* a stale buffer count reset */
-const bit<32> V_COUNT          = 9;
+const bit<32> V_NONE           = 9;  /* counted when nothing above happened (BMv2 cannot call an extern
+                                        under a condition inside an action: the index is the condition) */
+const bit<32> V_COUNT          = 10;
 
+const bit<9> DROP_PORT = 511;        /* simple_switch's default drop port (--drop-port) */
 const bit<3> PRIORITY_FAVORED  = 1;
 const bit<3> PRIORITY_STANDARD = 0;
 
@@ -75,10 +78,10 @@ counter(V_COUNT, CounterType.packets) verdicts;
 
 control FavorIngress(inout headers_t hdr, inout metadata_t meta, inout standard_metadata_t std) {
     PortForward() port_forward;
-    favor_key_t key;
+    favor_key_t flow;
 
     action favor_admit(bit<32> limit, bit<1> pushout, bit<48> max_sojourn_us) {
-        hash(meta.bucket, HashAlgorithm.crc32, 32w0, key, 32w1024);
+        hash(meta.bucket, HashAlgorithm.crc32, 32w0, flow, 32w1024);
         bit<48> now = std.ingress_global_timestamp;
         bit<32> total;      queued.read(total, 0);
         bit<32> std_q;      standard_queued.read(std_q, 0);
@@ -88,14 +91,18 @@ control FavorIngress(inout headers_t hdr, inout metadata_t meta, inout standard_
         bit<48> admitted;   flow_admitted_at.read(admitted, meta.bucket);
 
         /* ageing: nothing can stay queued longer than max_sojourn_us, so older counts are stale */
+        bit<32> aged_queue = V_NONE;
+        bit<32> aged_flow = V_NONE;
         if (total != 0 && now - event_at > max_sojourn_us) {
             total = 0; std_q = 0; debt = 0;
-            verdicts.count(V_AGED_QUEUE);
+            aged_queue = V_AGED_QUEUE;
         }
         if (n != 0 && now - admitted > max_sojourn_us) {
             n = 0;
-            verdicts.count(V_AGED_FLOW);
+            aged_flow = V_AGED_FLOW;
         }
+        verdicts.count(aged_queue);
+        verdicts.count(aged_flow);
 
         /* the queue length sch_favor would have: owed push-out victims are not in it */
         bit<32> qlen = total - debt;
@@ -138,7 +145,7 @@ control FavorIngress(inout headers_t hdr, inout metadata_t meta, inout standard_
                 std.priority = PRIORITY_FAVORED;
             }
         } else {
-            mark_to_drop(std);
+            std.egress_spec = DROP_PORT;     /* what mark_to_drop does, as an assignment */
         }
         queued.write(0, total);
         standard_queued.write(0, std_q);
@@ -161,16 +168,16 @@ control FavorIngress(inout headers_t hdr, inout metadata_t meta, inout standard_
         meta.favored = 0;
         std.priority = PRIORITY_STANDARD;
         port_forward.apply(std);
-        if (hdr.ipv4.isValid() && std.egress_spec != 511) {
-            key.src = hdr.ipv4.src_addr;
-            key.dst = hdr.ipv4.dst_addr;
-            key.proto = hdr.ipv4.protocol;
+        if (hdr.ipv4.isValid() && std.egress_spec != DROP_PORT) {
+            flow.src = hdr.ipv4.src_addr;
+            flow.dst = hdr.ipv4.dst_addr;
+            flow.proto = hdr.ipv4.protocol;
             if (hdr.ports.isValid()) {
-                key.sport = hdr.ports.src_port;
-                key.dport = hdr.ports.dst_port;
+                flow.sport = hdr.ports.src_port;
+                flow.dport = hdr.ports.dst_port;
             } else {
-                key.sport = 0;
-                key.dport = 0;
+                flow.sport = 0;
+                flow.dport = 0;
             }
             bottleneck.apply();
         }
@@ -186,13 +193,15 @@ control FavorEgress(inout headers_t hdr, inout metadata_t meta, inout standard_m
         bit<32> n;      flow_queued.read(n, meta.bucket);
         if (total != 0) { total = total - 1; }
         if (n != 0) { n = n - 1; }
+        bit<32> served = V_NONE;
         if (meta.favored == 0) {
             if (std_q != 0) { std_q = std_q - 1; }
             if (debt > std_q) {                      /* the owed victim itself left: it was served */
                 debt = std_q;
-                verdicts.count(V_VICTIM_SERVED);
+                served = V_VICTIM_SERVED;
             }
         }
+        verdicts.count(served);
         queued.write(0, total);
         standard_queued.write(0, std_q);
         pushout_debt.write(0, debt);
