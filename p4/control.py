@@ -97,9 +97,10 @@ def switch_argv(binary: str, json_path: str, intf_left: str, intf_right: str,
                 thrift_port: int = THRIFT_PORT, device_id: int = 0) -> list[str]:
     """simple_switch with logging off (no --log-console/--log-file: logging costs more than the whole
     dataplane at these rates) and two priority queues per port."""
+    # simple_switch's own options (--priority-queues) come after "--", behind the generic bm options
     return [binary, "--device-id", str(device_id), "--thrift-port", str(thrift_port),
-            "--priority-queues", str(PRIORITY_QUEUES),
-            "-i", f"{PORT_LEFT}@{intf_left}", "-i", f"{PORT_RIGHT}@{intf_right}", json_path]
+            "-i", f"{PORT_LEFT}@{intf_left}", "-i", f"{PORT_RIGHT}@{intf_right}", json_path,
+            "--", "--priority-queues", str(PRIORITY_QUEUES)]
 
 
 def cli_commands(params: dict, bottleneck_mbps: float) -> list[str]:

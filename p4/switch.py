@@ -122,7 +122,10 @@ class Switch:
         self.cli(control.cli_commands(self.params, self.mbps))
 
     def _cli_raw(self, text: str) -> subprocess.CompletedProcess:
-        return subprocess.run(self._wrap([tool("simple_switch_CLI"), "--thrift-port", str(self.thrift_port)]),
+        # the CLI is a Python script for the system's python3 (python3-thrift is a Debian/Ubuntu package);
+        # `env python3` may find another interpreter first (pyenv, a venv) that has no thrift module
+        py = "/usr/bin/python3" if os.path.exists("/usr/bin/python3") else (shutil.which("python3") or "python3")
+        return subprocess.run(self._wrap([py, tool("simple_switch_CLI"), "--thrift-port", str(self.thrift_port)]),
                               input=text, capture_output=True, text=True, env=tool_env(), timeout=120)
 
     def cli(self, commands: list[str]) -> str:
