@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -46,7 +47,6 @@ P4_TARBALL_DEFAULT = Path.home() / ".cache" / "favorlab" / "p4" / "p4lang.tar.gz
 
 def p4_tarball() -> str | None:
     """A prebuilt P4 toolchain prefix for hosts without p4lang packages (the local guest), or None."""
-    import os
     p = os.environ.get("FAVORLAB_P4_TARBALL") or (str(P4_TARBALL_DEFAULT) if P4_TARBALL_DEFAULT.is_file() else "")
     return p if p and Path(p).is_file() else None
 
@@ -119,17 +119,16 @@ def validate(config: dict, source: str = "config") -> dict:
         if name not in known:
             problems.append(f"{source}: aqms/{i}: {name!r} is not a known AQM. Fix: use one of "
                             f"{', '.join(sorted(known))}, or add an entry to config/aqms.yaml.")
-    for name in cfg["aqms"]:
-        if name in known and known[name]["forward"]["kind"] == "p4":
-            if str(REPO) not in sys.path:
-                sys.path.insert(0, str(REPO))
-            from p4 import control as p4control   # the P4 entry's arguments, checked before any run
+    p4_names = [n for n in cfg["aqms"] if n in known and known[n]["forward"]["kind"] == "p4"]
+    if p4_names:
+        if str(REPO) not in sys.path:
+            sys.path.insert(0, str(REPO))
+        from p4 import control as p4control   # the P4 entries' arguments, checked before any run
+        for name in p4_names:
             try:
                 p4control.parse_args(_aqm_args(known[name]["forward"]["args"], cfg["topology"]))
             except p4control.P4ConfigError as e:
                 problems.append(f"{source}: aqm {name!r} (config/aqms.yaml): {e}")
-    uses_p4 = any(name in known and known[name]["forward"]["kind"] == "p4" for name in cfg["aqms"])
-    if uses_p4:
         # derived, not a config key: testbed_ctl provisions the P4 toolchain only when it is needed
         cfg["testbed"]["p4"] = True
         if cfg["testbed"]["kind"] == "local-vm" and not p4_tarball():

@@ -94,8 +94,9 @@ def up(tb: dict) -> None:
     if tb.get("p4"):   # a config with a P4 AQM: the toolchain and the programs too (role p4_toolchain)
         import favorconf
         extra = ["-e", "favorlab_p4=true"]
-        if favorconf.p4_tarball():
-            extra += ["-e", f"p4_toolchain_tarball={favorconf.p4_tarball()}"]
+        tarball = favorconf.p4_tarball()
+        if tarball:
+            extra += ["-e", f"p4_toolchain_tarball={tarball}"]
     subprocess.run([str(VENV_BIN / "ansible-playbook"), "-i", inv, "--limit", host, *extra, "site.yml"],
                    check=True, cwd=REPO / "ansible")
     r = ssh(t, f"mkdir -p $(dirname {MARKER}) && echo {want} > {MARKER}")
