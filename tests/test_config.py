@@ -91,11 +91,12 @@ def test_snakemake_rejects_bad_config_before_any_job(tmp_path):
 
 
 def test_snakemake_plans_the_whole_matrix():
-    r = subprocess.run([sys.executable, "-m", "snakemake", "-n", "--configfile", "config/quick.yaml",
+    # --forceall: the whole matrix, even where results/quick already holds a finished reproduction
+    r = subprocess.run([sys.executable, "-m", "snakemake", "-n", "--forceall", "--configfile", "config/quick.yaml",
                         "--cores", "1", "--quiet", "rules"], cwd=REPO, capture_output=True, text=True,
                        timeout=120)
     assert r.returncode == 0, r.stderr
     out = r.stdout + r.stderr
-    # 10 schedules (one per load), 20 runs, 20 extractions, figures, report, all
-    for rule, n in [("schedule", 10), ("run", 20), ("extract", 20), ("figures", 1), ("report", 1)]:
+    # 10 schedules (one per load), 20 runs, 20 extractions, figures, verdict, report, all
+    for rule, n in [("schedule", 10), ("run", 20), ("extract", 20), ("figures", 1), ("verdict", 1), ("report", 1)]:
         assert any(line.split()[:2] == [rule, str(n)] for line in out.splitlines()), (rule, out)
