@@ -128,6 +128,13 @@ def describe(params: dict, bottleneck_mbps: float) -> dict:
 
 
 # runtime_CLI.py prints "verdicts[3]= (4500 bytes, 3 packets)" and "queued[0]= 5" / "flow_queued= 0, 1, ..."
+def queue_left(registers: dict) -> dict:
+    """What favorqueue.p4 still counts as queued (Switch.registers() form): all 0 once the queue drained;
+    anything else is state leaked by packets that never reached egress."""
+    return {"queued": registers["queued"], "standard_queued": registers["standard_queued"],
+            "pushout_debt": registers["pushout_debt"], "flow_queued_sum": registers["flow_queued"]["sum"]}
+
+
 _COUNTER_RE = re.compile(r"\w+\[\d+\]=\s*\((\d+) bytes, (\d+) packets\)")
 _REGISTER_RE = re.compile(r"\b\w+(?:\[\d+\])?=\s*(-?\d+(?:\s*,\s*-?\d+)*)")
 

@@ -133,9 +133,7 @@ def in_flow_order(rx: list[dict]) -> bool:
 
 
 def drained(sw) -> dict:
-    regs = sw.registers()
-    return {"queued": regs["queued"], "standard_queued": regs["standard_queued"],
-            "pushout_debt": regs["pushout_debt"], "flow_queued_sum": regs["flow_queued"]["sum"]}
+    return control.queue_left(sw.registers())
 
 
 ZERO = {"queued": 0, "standard_queued": 0, "pushout_debt": 0, "flow_queued_sum": 0}

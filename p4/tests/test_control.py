@@ -71,6 +71,13 @@ def test_bad_p4_args_name_the_problem(args, needle):
     assert needle in str(e.value)
 
 
+def test_queue_left_reads_the_counts_that_must_drain():
+    regs = {"queued": 0, "standard_queued": 0, "pushout_debt": 1,
+            "flow_queued": {"sum": 2, "max": 1, "nonzero": 2}}
+    assert control.queue_left(regs) == {"queued": 0, "standard_queued": 0, "pushout_debt": 1,
+                                        "flow_queued_sum": 2}
+
+
 def test_cli_answers_parse():
     txt = ("Obtaining JSON from switch...\nDone\nControl utility for runtime P4 table manipulation\n"
            "RuntimeCmd: verdicts[0]= (12000 bytes, 12 packets)\n"

@@ -208,11 +208,11 @@ def p4_state(sw) -> dict:
 def p4_drained_check(state: dict) -> dict:
     """After the run the queue is empty, so favorqueue.p4's buffer and per-flow counts must be zero:
     anything else is state leaked by packets that never reached egress."""
+    from p4 import control
     regs = state.get("registers") or {}
     if not regs:
         return {}
-    left = {"queued": regs["queued"], "flow_queued_sum": regs["flow_queued"]["sum"],
-            "standard_queued": regs["standard_queued"], "pushout_debt": regs["pushout_debt"]}
+    left = control.queue_left(regs)
     return {"p4_state_drained": {"configured": "all 0 after the run", "measured": left,
                                  "ok": not any(left.values())}}
 
