@@ -19,7 +19,8 @@ THRIFT_PORT = 9090
 PRIORITY_QUEUES = 2         # favored (1) and standard (0); droptail uses only 0
 MIN_MAX_SOJOURN_MS = 1000   # counts older than this are stale (see favorqueue.p4), at least 1 s
 VERDICTS = ("favored", "standard", "pushouts", "drop_favored", "drop_standard", "drop_victim",
-            "victim_served", "aged_flow", "aged_queue")   # index order of favorqueue.p4's `verdicts`
+            "victim_served", "aged_flow", "aged_queue", "phantoms")   # index order of favorqueue.p4's `verdicts`
+PHANTOM_SESSION = 1         # favorqueue.p4's mirroring session: phantoms go to the bottleneck port
 TABLE_FORWARD = {"favorqueue": "FavorIngress.port_forward.forward",
                  "droptail": "DropTailIngress.port_forward.forward"}
 TABLE_BOTTLENECK = "FavorIngress.bottleneck"
@@ -79,10 +80,13 @@ def queue_depth(params: dict) -> int:
 
     droptail: the buffer itself (the traffic manager tail-drops). favorqueue: the buffer is enforced
     at admission on a count shared by both queues and may exceed the limit by the push-outs owed (at
-    most the standard packets queued, so at most `limit`): 2*limit+1 can never fill, so the traffic
-    manager never drops a counted packet.
+    most the standard packets queued, so at most `limit`): 2*limit counted packets at most. The
+    standard queue also holds the favored packets' phantoms (favorqueue.p4), about f/(1-f) per
+    standard packet when a share f of the port's packets is favored: 8*limit+1 leaves room up to
+    f = 3/4 of the port; a phantom that finds it full is lost (counted: p4_phantoms_lost) and its
+    favored packet goes unpaid, but no count leaks (phantoms are not counted).
     """
-    return params["limit"] if params["program"] == "droptail" else 2 * params["limit"] + 1
+    return params["limit"] if params["program"] == "droptail" else 8 * params["limit"] + 1
 
 
 def max_sojourn_us(params: dict, pps: int) -> int:
@@ -112,6 +116,7 @@ def cli_commands(params: dict, bottleneck_mbps: float) -> list[str]:
     if prog == "favorqueue":
         cmds.append(f"table_add {TABLE_BOTTLENECK} favor_admit {FORWARD_PORT} => "
                     f"{params['limit']} {params['pushout']} {max_sojourn_us(params, pps)}")
+        cmds.append(f"mirroring_add {PHANTOM_SESSION} {FORWARD_PORT}")
     cmds += [f"set_queue_depth {queue_depth(params)} {FORWARD_PORT}",
              f"set_queue_rate {pps} {FORWARD_PORT}"]
     return cmds
@@ -133,6 +138,12 @@ def queue_left(registers: dict) -> dict:
     anything else is state leaked by packets that never reached egress."""
     return {"queued": registers["queued"], "standard_queued": registers["standard_queued"],
             "pushout_debt": registers["pushout_debt"], "flow_queued_sum": registers["flow_queued"]["sum"]}
+
+
+def phantoms_lost(verdicts: dict) -> int:
+    """Admitted favored packets whose phantom never reached egress (the traffic manager's standard queue
+    was full): each let the port send one packet more than its rate. 0 once drained, when none was lost."""
+    return verdicts["favored"] + verdicts["pushouts"] - verdicts["phantoms"]
 
 
 _COUNTER_RE = re.compile(r"\w+\[\d+\]=\s*\((\d+) bytes, (\d+) packets\)")

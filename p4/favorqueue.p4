@@ -28,10 +28,18 @@
  *   (counted). pushout = 0 gives FavourTail (Dedu & Lochin 2009): a favored packet meeting a full
  *   buffer is dropped.
  *
- *   BMv2 paces each priority queue on its own clock (queueing.h, QueueingLogicPriRL): a favored packet
- *   leaves as soon as the high-priority queue's pacer allows, without delaying the standard queue's
- *   schedule. The switch's output can therefore exceed the configured rate by the favored packets' rate;
- *   p4/README.md gives the measured size of this.
+ *   BMv2 paces each priority queue on its own clock (queueing.h, QueueingLogicPriRL: a packet's
+ *   departure time is fixed at enqueue, from its own queue's last departure): a favored packet leaves
+ *   as soon as the high-priority pacer allows, without moving the standard queue's schedule, so two
+ *   paced queues together send up to twice the configured rate (measured: 40 pps out of a 20 pps port,
+ *   p4/README.md). So every admitted favored packet also sends a PHANTOM into the standard queue: an
+ *   ingress clone (its metadata reset by simple_switch, so priority 0) that takes one slot of the
+ *   standard pacer and is dropped in egress. The standard packets behind it leave one packet time
+ *   later, as if the favored packet had been served in their place: the port sends the configured rate
+ *   over any period longer than the standard queue's backlog; within it, a favored packet still leaves
+ *   beside the standard packet being paced (at most one packet time early), and the standard packets
+ *   queued after it pay for it. Phantoms are not in any count; the traffic manager's standard queue is
+ *   deep enough for them (p4/control.py queue_depth).
  *
  * Registers written in ingress and egress are only ever read-modified-written inside one action:
  * BMv2 locks every register array an action touches for the action's duration, so the ingress thread
@@ -51,13 +59,16 @@ const bit<32> V_DROP_VICTIM    = 5;  /* standard dropped in place of an owed pus
 const bit<32> V_VICTIM_SERVED  = 6;  /* an owed victim left the queue before it could be paid */
 const bit<32> V_AGED_FLOW      = 7;  /* a stale per-flow count reset */
 const bit<32> V_AGED_QUEUE     = 8;  /* a stale buffer count reset */
-const bit<32> V_NONE           = 9;  /* counted when nothing above happened (BMv2 cannot call an extern
+const bit<32> V_PHANTOMS       = 9;  /* phantoms that reached egress (each took a standard pacer slot) */
+const bit<32> V_NONE           = 10;  /* counted when nothing above happened (BMv2 cannot call an extern
                                         under a condition inside an action: the index is the condition) */
-const bit<32> V_COUNT          = 10;
+const bit<32> V_COUNT          = 11;
 
 const bit<9> DROP_PORT = 511;        /* simple_switch's default drop port (--drop-port) */
 const bit<3> PRIORITY_FAVORED  = 1;
 const bit<3> PRIORITY_STANDARD = 0;
+const bit<32> PHANTOM_SESSION  = 1;  /* mirroring session to the bottleneck port (p4/control.py) */
+const bit<32> INSTANCE_INGRESS_CLONE = 1;  /* standard_metadata.instance_type of an ingress clone */
 
 struct favor_key_t {
     bit<32> src;
@@ -93,11 +104,13 @@ control FavorIngress(inout headers_t hdr, inout metadata_t meta, inout standard_
         /* ageing: nothing can stay queued longer than max_sojourn_us, so older counts are stale */
         bit<32> aged_queue = V_NONE;
         bit<32> aged_flow = V_NONE;
-        if (total != 0 && now - event_at > max_sojourn_us) {
+        /* `now` is this packet's arrival; event_at may be a later egress time (the egress thread ran
+           while this packet waited for the ingress thread): unsigned, now - event_at would wrap */
+        if (total != 0 && now > event_at && now - event_at > max_sojourn_us) {
             total = 0; std_q = 0; debt = 0;
             aged_queue = V_AGED_QUEUE;
         }
-        if (n != 0 && now - admitted > max_sojourn_us) {
+        if (n != 0 && now > admitted && now - admitted > max_sojourn_us) {
             n = 0;
             aged_flow = V_AGED_FLOW;
         }
@@ -180,6 +193,9 @@ control FavorIngress(inout headers_t hdr, inout metadata_t meta, inout standard_
                 flow.dport = 0;
             }
             bottleneck.apply();
+            if (meta.favored == 1) {
+                clone(CloneType.I2E, PHANTOM_SESSION);   /* its standard pacer slot: see the top */
+            }
         }
     }
 }
@@ -210,7 +226,10 @@ control FavorEgress(inout headers_t hdr, inout metadata_t meta, inout standard_m
     }
 
     apply {
-        if (meta.counted == 1) {
+        if (std.instance_type == INSTANCE_INGRESS_CLONE) {
+            verdicts.count(V_PHANTOMS);          /* it was paced: its work is done */
+            mark_to_drop(std);
+        } else if (meta.counted == 1) {
             release();
         }
     }

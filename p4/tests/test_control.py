@@ -26,18 +26,31 @@ def test_favorqueue_commands_from_config():
     cmds = control.cli_commands(p, 10)
     assert "table_add FavorIngress.port_forward.forward set_egress 1 => 2" in cmds
     assert "table_add FavorIngress.port_forward.forward set_egress 2 => 1" in cmds
-    assert "table_add FavorIngress.bottleneck favor_admit 2 => 8 1 1000000" in cmds
-    assert "set_queue_depth 17 2" in cmds and "set_queue_rate 826 2" in cmds
+    # max_sojourn: 10 drains of a 65-packet queue at 826 pps (1.57 s, above the 1 s floor)
+    assert "table_add FavorIngress.bottleneck favor_admit 2 => 8 1 1573849" in cmds
+    assert "set_queue_depth 65 2" in cmds and "set_queue_rate 826 2" in cmds
+    # phantoms (favorqueue.p4) are cloned to the bottleneck port, where they take standard pacer slots
+    assert f"mirroring_add {control.PHANTOM_SESSION} 2" in cmds
     # only the forward port is rate-limited: the reverse path keeps its Linux qdisc
     assert not any(c.startswith("set_queue_rate") and not c.endswith(" 2") for c in cmds)
 
 
 def test_favorqueue_traffic_manager_can_never_fill():
     """Admission holds at most limit + owed push-outs (<= limit) packets, so the traffic manager, whose
-    drops would leak per-flow state, never drops."""
+    drops would leak per-flow state, never drops; the standard queue also has room for phantoms while
+    up to 3/4 of the port's packets are favored (3 phantoms per standard packet)."""
     for limit in (1, 8, 100):
         p = control.parse_args(["program", "favorqueue", "limit", str(limit)])
         assert control.queue_depth(p) > 2 * limit
+        assert control.queue_depth(p) > 2 * limit + 3 * 2 * limit
+
+
+def test_phantoms_lost_counts_favored_packets_without_a_pacer_slot():
+    v = dict.fromkeys(control.VERDICTS, 0)
+    v.update(favored=40, pushouts=2, phantoms=42)
+    assert control.phantoms_lost(v) == 0
+    v["phantoms"] = 39
+    assert control.phantoms_lost(v) == 3
 
 
 def test_droptail_is_the_traffic_managers_fifo():

@@ -23,6 +23,7 @@ CPU_BUSY_LIMIT = 0.90     # a run whose guest CPU is busier than this ...
 CPU_BUSY_SUSTAINED = 0.10  # ... for more than this share of its samples is invalid
 RTT_TOLERANCE_MS = 3.0
 RATE_MIN_SHARE = 0.90
+PHANTOM_LOSS_MAX = 0.01     # share of favored packets whose phantom (favorqueue.p4) the traffic manager may drop
 
 
 class Log:
@@ -213,8 +214,15 @@ def p4_drained_check(state: dict) -> dict:
     if not regs:
         return {}
     left = control.queue_left(regs)
-    return {"p4_state_drained": {"configured": "all 0 after the run", "measured": left,
-                                 "ok": not any(left.values())}}
+    checks = {"p4_state_drained": {"configured": "all 0 after the run", "measured": left,
+                                   "ok": not any(left.values())}}
+    v = state["verdicts"]
+    favored = v["favored"] + v["pushouts"]
+    lost = control.phantoms_lost(v)
+    # a lost phantom is one packet sent above the port's rate (favorqueue.p4, top comment)
+    checks["p4_phantoms_paced"] = {"configured": f"<= {PHANTOM_LOSS_MAX:.0%} of {favored} favored packets unpaid",
+                                   "measured": lost, "ok": lost <= PHANTOM_LOSS_MAX * favored}
+    return checks
 
 
 def p4_manifest(sw, mbps: float) -> dict:
