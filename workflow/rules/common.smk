@@ -20,7 +20,7 @@ PY = sys.executable
 REPORT = f"{RESULTS}/report.html"
 
 wildcard_constraints:
-    run_id="[A-Za-z0-9.-]+_[a-z0-9_]+_load[0-9.]+_iw[0-9]+_rep[0-9]+",
+    run_id="[A-Za-z0-9.-]+_[a-z0-9_-]+_load[0-9.]+_iw[0-9]+_rep[0-9]+",
     sched="load[0-9.]+_rep[0-9]+",
 
 
