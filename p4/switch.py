@@ -116,8 +116,9 @@ class Switch:
                 break
             if time.time() > deadline:
                 self.stop()
+                last = (p.stderr.strip() or p.stdout.strip()).splitlines()[-3:]
                 raise RuntimeError(f"simple_switch did not answer on thrift port {self.thrift_port} "
-                                   f"within {timeout:.0f} s")
+                                   f"within {timeout:.0f} s; simple_switch_CLI said: {' | '.join(last)}")
             time.sleep(0.5)
         self.cli(control.cli_commands(self.params, self.mbps))
 
