@@ -60,7 +60,7 @@ def target(tb: dict) -> dict:
     """SSH coordinates of the experiment host, from the Ansible inventory (one source of truth)."""
     inv, host = inventory(tb)
     out = subprocess.run([str(VENV_BIN / "ansible-inventory"), "-i", inv, "--host", host],
-                         capture_output=True, text=True, cwd=REPO / "ansible")
+                         capture_output=True, text=True, cwd=REPO / "ansible", stdin=subprocess.DEVNULL)
     if out.returncode != 0:
         sys.exit(f"testbed: cannot read host {host} from inventory {inv}: {out.stderr.strip()}")
     hv = json.loads(out.stdout)
@@ -75,13 +75,15 @@ def ssh(t: dict, command: str) -> subprocess.CompletedProcess:
     if t.get("key"):
         args += ["-i", t["key"]]
     args += t["ssh_args"].split() if t.get("ssh_args") else []
-    return subprocess.run(args + [f"{t['user']}@{t['host']}", command], capture_output=True, text=True)
+    # its own stdin: ssh leaves a shared one non-blocking when it dies mid-session (see favorvm's probe)
+    return subprocess.run(args + [f"{t['user']}@{t['host']}", command], capture_output=True, text=True,
+                          stdin=subprocess.DEVNULL)
 
 
 def up(tb: dict) -> None:
     if tb["kind"] == "local-vm" and not vm_state(tb["vm_name"]).get("running"):
         log(f"starting the local VM {tb['vm_name']} (first boot builds the guest image)")
-        subprocess.run([str(FAVORVM), "start", "--name", tb["vm_name"]], check=True)
+        subprocess.run([str(FAVORVM), "start", "--name", tb["vm_name"]], check=True, stdin=subprocess.DEVNULL)
     t = target(tb)
     want = code_hash() + ("+p4" if tb.get("p4") else "")
     have = ssh(t, f"cat {MARKER} 2>/dev/null").stdout.strip()
@@ -98,7 +100,7 @@ def up(tb: dict) -> None:
         if tarball:
             extra += ["-e", f"p4_toolchain_tarball={tarball}"]
     subprocess.run([str(VENV_BIN / "ansible-playbook"), "-i", inv, "--limit", host, *extra, "site.yml"],
-                   check=True, cwd=REPO / "ansible")
+                   check=True, cwd=REPO / "ansible", stdin=subprocess.DEVNULL)
     r = ssh(t, f"mkdir -p $(dirname {MARKER}) && echo {want} > {MARKER}")
     if r.returncode != 0:
         sys.exit(f"testbed: could not record provisioning on {host}: {r.stderr.strip()}")
