@@ -107,3 +107,21 @@ def test_snakemake_plans_the_whole_matrix(config, tmp_path):
     # 10 schedules (one per load), 20 runs, 20 extractions, figures, verdict, report, all
     for rule, n in [("schedule", 10), ("run", 20), ("extract", 20), ("figures", 1), ("verdict", 1), ("report", 1)]:
         assert any(line.split()[:2] == [rule, str(n)] for line in out.splitlines()), (rule, out)
+
+
+def test_fidelity_thresholds_default_and_override(tmp_path):
+    """The runner's validity thresholds reach the run spec: defaults for the kernel configs, the
+    stated looser ones for p4-quick; out-of-range values are rejected before any run."""
+    quick = favorconf.load(REPO / "config" / "quick.yaml")
+    spec = favorconf.run_spec(quick, favorconf.runs(quick)[0])
+    assert spec["fidelity"] == {"rtt_tolerance_ms": 3.0, "rate_min_share": 0.9}
+    cfg = yaml.safe_load((REPO / "config" / "quick.yaml").read_text())
+    cfg["fidelity"] = {"rtt_tolerance_ms": 10}
+    p = tmp_path / "c.yaml"
+    p.write_text(yaml.safe_dump(cfg))
+    assert favorconf.run_spec(favorconf.load(p), favorconf.runs(favorconf.load(p))[0])["fidelity"] == \
+        {"rtt_tolerance_ms": 10, "rate_min_share": 0.9}
+    cfg["fidelity"] = {"rate_min_share": 1.5}
+    p.write_text(yaml.safe_dump(cfg))
+    with pytest.raises(favorconf.ConfigError, match="rate_min_share"):
+        favorconf.load(p)

@@ -87,3 +87,33 @@ def test_scenario_figures_appear_when_their_runs_exist(tmp_path):
     assert r.returncode == 0, r.stderr
     for fig in ["F9", "F13", "F27"]:
         assert (tmp_path / "f" / f"{fig}.png").exists(), r.stderr
+
+
+@need_r
+def test_dataplane_comparison_pairs_kernel_and_p4_runs(results, tmp_path):
+    """compare_dataplanes.R: the same metrics per dataplane, AQM and load, and FaQ's gain on each."""
+    import csv
+    p4 = tmp_path / "p4-tables"
+    for aqm in ["p4-droptail", "p4-favorqueue"]:
+        rid = f"dumbbell_{aqm}_load0.5_rep0"
+        run = synth.standard_run(str(tmp_path / "runs" / rid))
+        ex.extract(run.write(aqm=aqm, rep=0), str(p4 / rid))
+    out = tmp_path / "dataplanes.csv"
+    r = subprocess.run(["Rscript", "analysis/R/compare_dataplanes.R", "--kernel", str(results / "tables"),
+                        "--p4", str(p4), "--out", str(out)], cwd=ROOT, capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    rows = list(csv.DictReader(open(out)))
+    got = {(x["dataplane"], x["aqm_role"], x["metric"]) for x in rows}
+    for dp in ("kernel", "p4"):
+        for role in ("droptail", "favorqueue"):
+            assert (dp, role, "latency_s") in got and (dp, role, "drop_ratio") in got
+        assert (dp, "favorqueue", "faq_latency_gain") in got
+    # the synthetic DT and FaQ runs are the same flows: no gain on either dataplane
+    for x in rows:
+        if x["metric"] == "faq_latency_gain":
+            assert abs(float(x["value"])) < 1e-9, x
+    assert "| 0.50 |" in r.stdout
+    # the directories swapped: refused with the fix
+    r = subprocess.run(["Rscript", "analysis/R/compare_dataplanes.R", "--kernel", str(p4), "--p4",
+                        str(results / "tables"), "--out", str(tmp_path / "x.csv")], cwd=ROOT, capture_output=True, text=True)
+    assert r.returncode != 0 and "fix: --kernel results/quick/tables" in r.stderr

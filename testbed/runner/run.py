@@ -21,7 +21,7 @@ REPO = Path(__file__).resolve().parents[2]
 FAVOR_TRACE = Path("/opt/favorlab/qdisc/tools/favor_trace.py")
 CPU_BUSY_LIMIT = 0.90     # a run whose guest CPU is busier than this ...
 CPU_BUSY_SUSTAINED = 0.10  # ... for more than this share of its samples is invalid
-RTT_TOLERANCE_MS = 3.0
+RTT_TOLERANCE_MS = 3.0     # defaults of a spec's `fidelity` (favorconf.FIDELITY_DEFAULTS)
 RATE_MIN_SHARE = 0.90
 PHANTOM_LOSS_MAX = 0.01     # share of favored packets whose phantom (favorqueue.p4) the traffic manager may drop
 
@@ -152,22 +152,23 @@ def ping_rtt(net, src, dst_ip, count=4) -> float | None:
     return float(mins.group(1))
 
 
-def probe_rtts(net, hostsj) -> dict:
+def probe_rtts(net, hostsj, tolerance_ms: float = RTT_TOLERANCE_MS) -> dict:
     """Idle RTT of each of the nine paths (min of a few pings) against the configured 2*(d_a+d_b)."""
     checks = {}
     for path, conf in hostsj["paths_rtt_ms"].items():
         a, b = path.split("-")
         ping_rtt(net, a, hostsj["hosts"][b]["ip"], count=1)   # ARP warm-up
         meas = ping_rtt(net, a, hostsj["hosts"][b]["ip"])
-        ok = meas is not None and abs(meas - conf) <= RTT_TOLERANCE_MS + 0.02 * conf
-        checks[f"rtt_{path}_ms"] = {"configured": conf, "measured": meas, "ok": ok}
+        tol = tolerance_ms + 0.02 * conf
+        ok = meas is not None and abs(meas - conf) <= tol
+        checks[f"rtt_{path}_ms"] = {"configured": conf, "measured": meas, "ok": ok, "tolerance_ms": round(tol, 3)}
     return checks
 
 
 PROBE_OVERLOAD = 2.0   # the rate probe offers this many times the bottleneck rate
 
 
-def probe_rate(net, hostsj, mbps: float, log) -> dict:
+def probe_rate(net, hostsj, mbps: float, log, min_share: float = RATE_MIN_SHARE) -> dict:
     """Bottleneck rate a1->b1: UDP (iperf3, 3 s) offered at twice the bottleneck rate, read at the receiver.
 
     Twice, not just above it: the bottleneck buffer is only 8 packets, so with an offer of 1.1x a sender
@@ -196,8 +197,8 @@ def probe_rate(net, hostsj, mbps: float, log) -> dict:
         stop(srv)
     # the receiver's rate counts UDP payload; htb counts frames (payload + UDP 8 + IP 20 + Ethernet 14)
     wire = None if meas is None else meas * (1400 + 8 + 20 + 14) / 1400
-    ok = wire is not None and wire >= RATE_MIN_SHARE * mbps
-    return {"bottleneck_rate_mbps": {"configured": mbps, "measured": wire, "ok": ok,
+    ok = wire is not None and wire >= min_share * mbps
+    return {"bottleneck_rate_mbps": {"configured": mbps, "measured": wire, "ok": ok, "min_share": min_share,
                                      "offered_mbps": offered, "udp_goodput_mbps": meas, "lost_percent": lost}}
 
 
@@ -326,8 +327,10 @@ class Run:
     # -- the measured part
     def measure(self):
         s, net = self.spec, self.net
-        self.checks.update(probe_rtts(net, self.hostsj))
-        self.checks.update(probe_rate(net, self.hostsj, s["topology"]["bottleneck_mbps"], self.log))
+        fid = s.get("fidelity", {})
+        self.checks.update(probe_rtts(net, self.hostsj, fid.get("rtt_tolerance_ms", RTT_TOLERANCE_MS)))
+        self.checks.update(probe_rate(net, self.hostsj, s["topology"]["bottleneck_mbps"], self.log,
+                                      fid.get("rate_min_share", RATE_MIN_SHARE)))
         self.log("probes: " + json.dumps({k: v["measured"] for k, v in self.checks.items()}))
         for d in ("qdisc", "nstat", "pcap", "flows"):
             (self.dir / d).mkdir(exist_ok=True)

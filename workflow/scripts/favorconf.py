@@ -25,6 +25,9 @@ DEFAULTS = {
     "capture": {"snaplen": 128},
     "trace_favor": True,
 }
+# the runner's validity thresholds (testbed/runner/run.py); a config may loosen them for a dataplane with a
+# known, stated overhead (config/p4-quick.yaml)
+FIDELITY_DEFAULTS = {"rtt_tolerance_ms": 3.0, "rate_min_share": 0.90}
 TOPOLOGY_DEFAULTS = {
     "left_delays_ms": [0, 12, 25],
     "right_delays_ms": [2, 37, 75],
@@ -111,6 +114,7 @@ def validate(config: dict, source: str = "config") -> dict:
         cfg.setdefault(k, v)
     for k, v in TOPOLOGY_DEFAULTS.items():
         cfg["topology"].setdefault(k, v)
+    cfg["fidelity"] = dict(FIDELITY_DEFAULTS, **cfg.get("fidelity", {}))
     cfg["topology"].setdefault("reverse_buffer_pkts", cfg["topology"]["buffer_pkts"])
 
     problems = []
@@ -222,6 +226,7 @@ def run_spec(cfg: dict, run: Run) -> dict:
         "sizes": cfg["sizes"],
         "capture": {"snaplen": cfg["capture"]["snaplen"], "points": ["senders", "bneck-in", "bneck-out"]},
         "trace_favor": bool(cfg["trace_favor"]),
+        "fidelity": cfg["fidelity"],
     }
 
 
