@@ -113,6 +113,16 @@ def test_dataplane_comparison_pairs_kernel_and_p4_runs(results, tmp_path):
         if x["metric"] == "faq_latency_gain":
             assert abs(float(x["value"])) < 1e-9, x
     assert "| 0.50 |" in r.stdout
+    # the kernel FaQ's second replication is invalid: left out, unless asked for and then marked
+    flows = {(x["dataplane"], x["aqm_role"]): float(x["value"]) for x in rows if x["metric"] == "flows"}
+    r = subprocess.run(["Rscript", "analysis/R/compare_dataplanes.R", "--kernel", str(results / "tables"),
+                        "--p4", str(p4), "--out", str(out), "--include-invalid"], cwd=ROOT, capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    assert "INVALID RUNS INCLUDED: 1" in r.stdout and "| 0.50! |" in r.stdout
+    rows_all = list(csv.DictReader(open(out)))
+    got_all = {(x["dataplane"], x["aqm_role"], x["metric"]): float(x["value"]) for x in rows_all}
+    assert got_all[("kernel", "favorqueue", "invalid_runs")] == 1
+    assert got_all[("kernel", "favorqueue", "flows")] == 2 * flows[("kernel", "favorqueue")]
     # the directories swapped: refused with the fix
     r = subprocess.run(["Rscript", "analysis/R/compare_dataplanes.R", "--kernel", str(p4), "--p4",
                         str(results / "tables"), "--out", str(tmp_path / "x.csv")], cwd=ROOT, capture_output=True, text=True)
