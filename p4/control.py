@@ -160,7 +160,12 @@ def parse_counter_lines(text: str) -> list[int]:
 
 def parse_register_read(text: str) -> list[int]:
     """Values of a `register_read NAME` (whole array) or `register_read NAME INDEX` answer."""
-    m = _REGISTER_RE.search(text)
-    if not m:
-        raise ValueError(f"not a register_read answer: {text.strip()[:200]!r}")
-    return [int(x) for x in m.group(1).split(",")]
+    return parse_register_reads(text, 1)[0]
+
+
+def parse_register_reads(text: str, n: int) -> list[list[int]]:
+    """The values of each of n `register_read` answers in a CLI transcript, in order."""
+    found = [[int(x) for x in m.group(1).split(",")] for m in _REGISTER_RE.finditer(text)]
+    if len(found) != n:
+        raise ValueError(f"expected {n} register_read answer(s), found {len(found)} in: {text.strip()[:200]!r}")
+    return found

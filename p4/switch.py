@@ -149,12 +149,12 @@ class Switch:
         """favorqueue.p4's queue state: the buffer counts and the sum and maximum of per-flow counts."""
         if self.params["program"] != "favorqueue":
             return {}
-        res = {}
-        for name in control.REGISTERS:
-            vals = control.parse_register_read(self.cli([f"register_read {name}"]))
-            res[name] = vals[0] if len(vals) == 1 else {"sum": sum(vals), "max": max(vals),
-                                                          "nonzero": sum(1 for v in vals if v)}
-        return res
+        # one CLI process for all of them (each costs about 1.3 s in the TCG guest)
+        answers = control.parse_register_reads(self.cli([f"register_read {n}" for n in control.REGISTERS]),
+                                               len(control.REGISTERS))
+        return {name: vals[0] if len(vals) == 1 else {"sum": sum(vals), "max": max(vals),
+                                                      "nonzero": sum(1 for v in vals if v)}
+                for name, vals in zip(control.REGISTERS, answers)}
 
     def stop(self) -> None:
         if self.proc and self.proc.poll() is None:
