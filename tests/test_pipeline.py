@@ -43,7 +43,10 @@ def require_guest():
 def snakemake(cfg: Path, **kw) -> subprocess.Popen:
     cmd = [sys.executable, "-m", "snakemake", "--configfile", str(cfg), "--cores", "2",
            "--resources", "testbed=1", "--rerun-incomplete", "--show-failed-logs"]
-    return subprocess.Popen(cmd, cwd=REPO, start_new_session=True, **kw)
+    # unbuffered: the test watches the log for Snakemake's "Finished jobid" lines as they happen (with
+    # the log a file, Python buffered them, the test missed the first run and saw the whole pipeline end)
+    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+    return subprocess.Popen(cmd, cwd=REPO, start_new_session=True, env=env, **kw)
 
 
 @pytest.mark.guest

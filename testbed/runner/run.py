@@ -166,21 +166,15 @@ def probe_rtts(net, hostsj, tolerance_ms: float = RTT_TOLERANCE_MS) -> dict:
 
 
 PROBE_OVERLOAD = 2.0   # the rate probe offers this many times the bottleneck rate
+PROBE_ATTEMPTS = 3     # probes tried, at most, before the rate check fails
 
 
-def probe_rate(net, hostsj, mbps: float, log, min_share: float = RATE_MIN_SHARE) -> dict:
-    """Bottleneck rate a1->b1: UDP (iperf3, 3 s) offered at twice the bottleneck rate, read at the receiver.
-
-    Twice, not just above it: the bottleneck buffer is only 8 packets, so with an offer of 1.1x a sender
-    whose pacing comes in bursts (iperf3 in a TCG guest: 14-35% loss at 1.1x) leaves the link idle
-    between bursts and the probe measured the sender's smoothness (7.3-9.7 Mb/s of 10) instead of what
-    the bottleneck can deliver. At 2x the queue refills within any burst gap shorter than its own drain
-    time (8 frames, ~10 ms at 10 Mb/s).
-    """
-    offered = mbps * PROBE_OVERLOAD
+def probe_rate_once(net, hostsj, offered: float, log) -> tuple[float | None, float | None]:
+    """One 3 s UDP probe a1->b1 at `offered` Mb/s: (rate on the wire in Mb/s, loss %), read at the receiver."""
     srv = popen(["iperf3", "-s", "-1", "-p", "5201"], net.get("b1"),
                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     time.sleep(1.0)
+    txt = ""
     try:
         txt = out(["iperf3", "-c", hostsj["hosts"]["b1"]["ip"], "-p", "5201", "-u", "-b",
                    f"{offered:g}M", "-t", "3", "-l", "1400", "-J"], net.get("a1"))
@@ -192,14 +186,40 @@ def probe_rate(net, hostsj, mbps: float, log, min_share: float = RATE_MIN_SHARE)
             meas = end["sum"]["bits_per_second"] / 1e6 * (1 - lost / 100)
     except (json.JSONDecodeError, KeyError, TypeError) as e:
         log(f"rate probe failed: {e}: {txt[:300]}")
-        meas, lost = None, None
+        return None, None
     finally:
         stop(srv)
     # the receiver's rate counts UDP payload; htb counts frames (payload + UDP 8 + IP 20 + Ethernet 14)
-    wire = None if meas is None else meas * (1400 + 8 + 20 + 14) / 1400
-    ok = wire is not None and wire >= min_share * mbps
-    return {"bottleneck_rate_mbps": {"configured": mbps, "measured": wire, "ok": ok, "min_share": min_share,
-                                     "offered_mbps": offered, "udp_goodput_mbps": meas, "lost_percent": lost}}
+    return meas * (1400 + 8 + 20 + 14) / 1400, lost
+
+
+def probe_rate(net, hostsj, mbps: float, log, min_share: float = RATE_MIN_SHARE) -> dict:
+    """Bottleneck rate a1->b1: UDP (iperf3, 3 s) offered at twice the bottleneck rate, read at the receiver.
+
+    Twice, not just above it: the bottleneck buffer is only 8 packets, so with an offer of 1.1x a sender
+    whose pacing comes in bursts (iperf3 in a TCG guest: 14-35% loss at 1.1x) leaves the link idle
+    between bursts and the probe measured the sender's smoothness (7.3-9.7 Mb/s of 10) instead of what
+    the bottleneck can deliver. At 2x the queue refills within any burst gap shorter than its own drain
+    time (8 frames, ~10 ms at 10 Mb/s).
+
+    The probe asks what the link can carry, and a stall of the probe's sender (the host is shared: one
+    CI probe read 8.1 Mb/s with the guest 18 % busy) can only lower it, so a probe below the threshold
+    is tried again, up to PROBE_ATTEMPTS times, and the best is kept. Every attempt is recorded; a link
+    that is really slow fails all of them. Whether the host kept up during the run itself is the
+    cpu_busy check's business.
+    """
+    offered = mbps * PROBE_OVERLOAD
+    attempts = []
+    for _ in range(PROBE_ATTEMPTS):
+        wire, lost = probe_rate_once(net, hostsj, offered, log)
+        attempts.append({"measured": wire, "lost_percent": lost})
+        if wire is not None and wire >= min_share * mbps:
+            break
+    rates = [a["measured"] for a in attempts if a["measured"] is not None]
+    best = max(rates) if rates else None
+    ok = best is not None and best >= min_share * mbps
+    return {"bottleneck_rate_mbps": {"configured": mbps, "measured": best, "ok": ok, "min_share": min_share,
+                                     "offered_mbps": offered, "attempts": attempts}}
 
 
 def p4_state(sw) -> dict:

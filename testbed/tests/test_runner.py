@@ -121,6 +121,25 @@ def test_cpu_check_flags_sustained_saturation():
     assert c.check()["cpu_busy"]["ok"]
 
 
+def test_rate_probe_retries_a_low_probe_and_keeps_every_attempt(monkeypatch):
+    """A stalled probe is tried again and the best kept; a link that stays slow fails after 3 probes."""
+    def probes(*rates):
+        it = iter(rates)
+        monkeypatch.setattr(runmod, "probe_rate_once", lambda *a: (next(it), 0.0))
+    probes(8.1, 9.8, 5.0)
+    c = runmod.probe_rate(None, {}, 10.0, print)["bottleneck_rate_mbps"]
+    assert c["ok"] and c["measured"] == 9.8 and [a["measured"] for a in c["attempts"]] == [8.1, 9.8]
+    probes(9.5)
+    c = runmod.probe_rate(None, {}, 10.0, print)["bottleneck_rate_mbps"]
+    assert c["ok"] and len(c["attempts"]) == 1
+    probes(6.0, None, 7.0)
+    c = runmod.probe_rate(None, {}, 10.0, print)["bottleneck_rate_mbps"]
+    assert not c["ok"] and c["measured"] == 7.0 and len(c["attempts"]) == 3
+    probes(None, None, None)
+    c = runmod.probe_rate(None, {}, 10.0, print)["bottleneck_rate_mbps"]
+    assert not c["ok"] and c["measured"] is None
+
+
 @pytest.mark.slow
 def test_runner_in_private_netns(tmp_path):
     """The whole runner on this machine in a network namespace of its own: run-directory contract,
