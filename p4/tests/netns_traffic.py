@@ -3,7 +3,9 @@
     send  --iface IF --plan "PAUSE:SPORT:COUNT[,SPORT:COUNT...][;PAUSE:...]"
           batches of UDP 10.1.0.1 -> 10.2.0.1:5001 with 1000-byte payloads whose first 4 bytes are a
           sequence number per flow (continued across batches); each batch is sent back to back, in the
-          order given, PAUSE seconds after the previous one (one process: scapy's start-up is no pause).
+          order given, PAUSE seconds after the previous one was due (one process: scapy's start-up is no
+          pause; a fixed timetable: a slow send does not stretch the plan, the next pause shrinks).
+          Prints how late the latest batch went out: {"late_max_s": ...}
     sniff --iface IF --out FILE
           every UDP packet seen on IF as JSON lines {"sport", "seq", "t"}, in arrival order; prints
           "ready" once capturing and stops at end of input (the test closes its stdin).
@@ -51,12 +53,17 @@ def main() -> int:
         seq: dict[int, int] = {}
         built = [(pause, frames(flows, seq)) for pause, flows in batches]
         sock = conf.L2socket(iface=a.iface)
+        late_max = 0.0
         try:
+            due = time.monotonic()
             for pause, pkts in built:
-                time.sleep(pause)
+                due += pause
+                time.sleep(max(0.0, due - time.monotonic()))
+                late_max = max(late_max, time.monotonic() - due)
                 sendp(pkts, socket=sock, verbose=False)
         finally:
             sock.close()
+        print(json.dumps({"late_max_s": round(late_max, 4)}), flush=True)
         return 0
     from scapy.all import UDP, AsyncSniffer
     got = []
