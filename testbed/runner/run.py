@@ -209,15 +209,15 @@ def probe_rate(net, hostsj, mbps: float, log, min_share: float = RATE_MIN_SHARE)
     cpu_busy check's business.
     """
     offered = mbps * PROBE_OVERLOAD
-    attempts = []
+    attempts, best = [], None
     for _ in range(PROBE_ATTEMPTS):
         wire, lost = probe_rate_once(net, hostsj, offered, log)
         attempts.append({"measured": wire, "lost_percent": lost})
-        if wire is not None and wire >= min_share * mbps:
+        if wire is not None and (best is None or wire > best):
+            best = wire
+        ok = best is not None and best >= min_share * mbps
+        if ok:
             break
-    rates = [a["measured"] for a in attempts if a["measured"] is not None]
-    best = max(rates) if rates else None
-    ok = best is not None and best >= min_share * mbps
     return {"bottleneck_rate_mbps": {"configured": mbps, "measured": best, "ok": ok, "min_share": min_share,
                                      "offered_mbps": offered, "attempts": attempts}}
 
