@@ -30,6 +30,80 @@ def test_role_copies_every_module_source():
     assert needed <= listed, needed - listed
 
 
+def load_build_check():
+    from importlib.machinery import SourceFileLoader
+    path = str(QDISC / "tools" / "build-check")   # a script without .py: name its loader
+    spec = importlib.util.spec_from_loader("build_check", SourceFileLoader("build_check", path))
+    m = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(m)
+    return m
+
+
+def real_depends(pkg):
+    """The Depends line of a headers package as bookworm ships it (kept as test data: apt-cache show)."""
+    text = (QDISC / "tests" / "data" / f"{pkg}.stanza").read_text()
+    return re.search(r"^Depends: (.*)$", text, re.M).group(1)
+
+
+# Stand-in for `apt-cache madison` (newest first, as it prints) and dpkg's version comparison: the test
+# is about reading the Depends line, not about the machine's apt lists.
+APT = {"linux-headers-6.1.0-50-common": ["6.1.176-1"],
+       "linux-kbuild-6.1": ["6.1.192-2", "6.1.176-1"],
+       "linux-headers-6.12.117+deb12-common": ["6.12.117-1~deb12u1"],
+       "linux-kbuild-6.12.117+deb12": ["6.12.117-1~deb12u1"]}
+
+
+def test_depends_parsing_on_the_real_headers_packages():
+    bc = load_build_check()
+    d61 = bc.parse_depends(real_depends("linux-headers-6.1.0-50-amd64"))
+    assert [("linux-headers-6.1.0-50-common", "=", "6.1.176-1")] in d61
+    assert [("linux-kbuild-6.1", ">=", "6.1.176-1")] in d61
+    d612 = bc.parse_depends(real_depends("linux-headers-6.12.117+deb12-amd64"))
+    # the dependency the old regex missed: no version in parentheses
+    assert [("linux-kbuild-6.12.117+deb12", None, None)] in d612
+    assert [("linux-image-6.12.117+deb12-amd64", "=", "6.12.117-1~deb12u1"),
+            ("linux-image-6.12.117+deb12-amd64-unsigned", "=", "6.12.117-1~deb12u1")] in d612
+    assert bc.parse_depends("libc6:any (>= 2.36), foo") == [[("libc6", ">=", "2.36")], [("foo", None, None)]]
+    with pytest.raises(ValueError, match="cannot read"):
+        bc.parse_depends("linux-kbuild-6.1 (>= )")
+
+
+def test_build_deps_take_kbuild_whatever_the_form_of_the_line():
+    bc = load_build_check()
+    ok = lambda have, op, want: op is None or (have == want if op == "=" else have >= want)  # noqa: E731
+    v = lambda name: APT.get(name, [])  # noqa: E731
+    # 6.1: the exact -common, and the kbuild of the same upload although a newer one satisfies >=
+    assert bc.build_deps("linux-headers-6.1.0-50-amd64", real_depends("linux-headers-6.1.0-50-amd64"), v, ok) == \
+        ["linux-headers-6.1.0-50-common=6.1.176-1", "linux-kbuild-6.1=6.1.176-1"]
+    # 6.12: kbuild named without a version is fetched too (the fresh-machine failure)
+    assert bc.build_deps("linux-headers-6.12.117+deb12-amd64", real_depends("linux-headers-6.12.117+deb12-amd64"),
+                         v, ok) == ["linux-headers-6.12.117+deb12-common=6.12.117-1~deb12u1",
+                                    "linux-kbuild-6.12.117+deb12=6.12.117-1~deb12u1"]
+
+
+def test_build_deps_name_what_cannot_be_had():
+    bc = load_build_check()
+    dep = real_depends("linux-headers-6.12.117+deb12-amd64")
+    no_kbuild = lambda name: [] if "kbuild" in name else APT.get(name, [])  # noqa: E731
+    with pytest.raises(bc.MissingPackage, match=r"linux-kbuild-6\.12\.117\+deb12 \(needed by .*apt-get update"):
+        bc.build_deps("linux-headers-6.12.117+deb12-amd64", dep, no_kbuild, lambda *a: True)
+    too_old = lambda name: ["6.1.100-1"] if "kbuild" in name else APT.get(name, [])  # noqa: E731
+    with pytest.raises(bc.MissingPackage, match=r"linux-kbuild-6\.1 \(>= 6\.1\.176-1\).*apt has 6\.1\.100-1"):
+        bc.build_deps("linux-headers-6.1.0-50-amd64", real_depends("linux-headers-6.1.0-50-amd64"), too_old,
+                      lambda have, op, want: have >= want)
+    with pytest.raises(bc.MissingPackage, match="depends on no kbuild package"):
+        bc.build_deps("linux-headers-x-amd64", "linux-headers-x-common (= 1)", lambda n: ["1"], lambda *a: True)
+
+
+def test_version_comparison_is_dpkgs():
+    if not shutil.which("dpkg"):
+        pytest.skip("needs dpkg (Debian) for its version comparison")
+    bc = load_build_check()
+    assert bc.version_ok("6.12.117-1~deb12u1", ">=", "6.12.117-1~deb12u0")
+    assert not bc.version_ok("6.12.117-1~deb12u1", ">=", "6.12.117-1")   # '~' sorts before everything
+    assert bc.version_ok("1:1.0", ">>", "9.9")                            # an epoch wins
+
+
 @pytest.mark.slow
 def test_module_builds_against_debian_headers():
     """tools/build-check: the guest's pinned ABI and the newest 6.12 (downloads ~30 MB once into the cache)."""
