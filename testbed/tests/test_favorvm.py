@@ -219,3 +219,118 @@ def test_kernel_pin_and_loud_fallback(monkeypatch, capsys):
     answers = {}
     with pytest.raises(fv.FavorvmError, match="neither the pinned"):
         fv.pick_kernel(Path("/x"), conf)
+
+
+# ------------------------------------------------------------------ the host survives a killed build
+
+def test_remove_tree_never_deletes_through_a_mount(tmp_path):
+    """A bind mount left under a build directory (the host's /dev, in the real case) is detached, not
+    emptied: a stand-in directory is bind-mounted into a tree, the tree removed, the stand-in intact.
+    Done in a private mount namespace (unshare -m) so that nothing is mounted on the host even briefly."""
+    if os.geteuid() != 0 or not shutil.which("unshare"):
+        pytest.skip("needs root and unshare(1) for a private mount namespace")
+    host = tmp_path / "host-dev"
+    host.mkdir()
+    (host / "null").write_text("keep me")
+    tree = tmp_path / "build.partial"
+    (tree / "root" / "dev").mkdir(parents=True)
+    (tree / "root" / "file").write_text("x")
+    script = f"""
+import subprocess, sys
+from importlib.machinery import SourceFileLoader
+import importlib.util
+spec = importlib.util.spec_from_loader("favorvm", SourceFileLoader("favorvm", {str(FAVORVM)!r}))
+fv = importlib.util.module_from_spec(spec); spec.loader.exec_module(fv)
+from pathlib import Path
+subprocess.run(["mount", "--bind", {str(host)!r}, {str(tree / "root" / "dev")!r}], check=True)
+assert fv.mounts_under(Path({str(tree)!r})) == [Path({str(tree / "root" / "dev")!r})]
+fv.remove_tree(Path({str(tree)!r}))
+print("removed")
+"""
+    p = subprocess.run(["unshare", "--mount", "--propagation", "private", sys.executable, "-c", script],
+                       capture_output=True, text=True, timeout=60)
+    assert p.returncode == 0 and "removed" in p.stdout, p.stderr
+    assert not tree.exists()
+    assert (host / "null").read_text() == "keep me"
+
+
+def _dev_snapshot():
+    null = os.stat("/dev/null")
+    return sorted(os.listdir("/dev")), (os.major(null.st_rdev), os.minor(null.st_rdev))
+
+
+def _chrooted_into(root: Path) -> list[int]:
+    """PIDs whose root directory or command line is inside the build's root (the build's own processes)."""
+    pids = []
+    for d in Path("/proc").iterdir():
+        if not d.name.isdigit():
+            continue
+        try:
+            if os.readlink(d / "root").startswith(str(root)) or \
+                    str(root).encode() in (d / "cmdline").read_bytes():
+                pids.append(int(d.name))
+        except OSError:
+            pass
+    return pids
+
+
+class _Build:
+    """`favorvm build --force` in the background, its log lines collected as they come."""
+
+    def __init__(self):
+        import threading
+        self.p = subprocess.Popen([str(FAVORVM), "build", "--force"], stdout=subprocess.DEVNULL,
+                                  stderr=subprocess.PIPE, text=True, start_new_session=True)
+        self.lines = []
+        threading.Thread(target=lambda: self.lines.extend(iter(self.p.stderr.readline, "")), daemon=True).start()
+
+    def wait_for(self, text, timeout):
+        end = time.time() + timeout
+        while time.time() < end:
+            if any(text in l for l in self.lines):
+                return
+            assert self.p.poll() is None, "build ended early:\n" + "".join(self.lines[-30:])
+            time.sleep(0.5)
+        pytest.fail(f"no {text!r} in the build log within {timeout} s:\n" + "".join(self.lines[-30:]))
+
+    def kill(self):
+        os.kill(self.p.pid, 9)          # the favorvm process itself, as `kill -9 PID` would
+        self.p.wait(timeout=30)
+
+
+@pytest.mark.slow
+def test_build_killed_mid_chroot_leaves_the_host_intact():
+    """SIGKILL to a build while it installs packages in its chroot (the host's /dev bind-mounted into
+    it): nothing stays mounted on the host, the build's processes die with it, and the next build
+    clears the half-built tree without touching the host's /dev."""
+    if os.geteuid() != 0 or not shutil.which("debootstrap") or not shutil.which("unshare"):
+        _no_guest("building the guest image needs root, debootstrap and unshare (./favorlab test installs them)")
+    work = Path(str(fv.image_dir()) + ".partial")
+    before = _dev_snapshot()
+    b = _Build()
+    try:
+        b.wait_for("packages into the image", timeout=900)   # after apt-get update in the chroot: all mounted
+        assert fv.mounts_under(work) == [], "the build's mounts are visible on the host"
+        b.kill()
+        end = time.time() + 20
+        while _chrooted_into(work / "root") and time.time() < end:
+            time.sleep(0.5)
+        assert _chrooted_into(work / "root") == [], "the killed build's processes are still running"
+        assert fv.mounts_under(work) == [], "a killed build left mounts on the host"
+        assert _dev_snapshot() == before
+        again = _Build()   # clears the half-built tree, then starts debootstrap
+        try:
+            again.wait_for("$ debootstrap", timeout=300)
+        finally:
+            again.kill()
+        assert _dev_snapshot() == before, "the host's /dev changed"
+    finally:
+        if b.p.poll() is None:
+            b.kill()
+        for m in fv.mounts_under(work):   # only if the build leaked mounts: detach them, never delete through
+            subprocess.run(["umount", "-l", str(m)])
+        end = time.time() + 20
+        while _chrooted_into(work / "root") and time.time() < end:
+            time.sleep(0.5)
+        fv.remove_tree(work)
+    assert _dev_snapshot() == before
