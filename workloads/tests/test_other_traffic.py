@@ -99,5 +99,10 @@ def test_wrk_fetches_pareto_objects_from_nginx_one_connection_each(tmp_path):
     assert {line[2] for line in log} == {"1"}                          # one request per connection
     assert len({line[1] for line in log}) == len(log)                  # every request on its own connection
     sizes = {f"/obj/{f.size_pkts}.bin": f.size_pkts * 1460 for f in flows if f.src == "a1"}
-    assert all(line[3] == "200" and int(line[4]) == sizes[line[6]] for line in log)
+    full = [line for line in log if line[3] == "200" and int(line[4]) == sizes[line[6]]]
+    # wrk stops after its duration with up to one request in flight per connection: nginx logs those
+    # (200 or 499) with the bytes it had sent when wrk closed; every request wrk counted came whole
+    cut = [line for line in log if line not in full]
+    assert len(full) >= res["requests"] and len(cut) <= 2, cut
+    assert all(line[3] in ("200", "499") and int(line[4]) < sizes[line[6]] for line in cut), cut
     assert {line[6] for line in log} == set(paths)                     # it cycled through the host's flows
