@@ -13,13 +13,14 @@ import json
 import os
 import struct
 import sys
+from array import array
 from collections import Counter, defaultdict
 
 from analysis.pcapread import read_pcap, SYN, ACK, FIN, RST
 
 U32 = 1 << 32
 MIN_RTO_S = 0.2          # Linux TCP_RTO_MIN: no RTO can fire after a shorter silence
-FAVOR_COLS = ["t_ns", "dev", "verdict", "src", "dst", "sport", "dport", "proto", "len", "qlen"]
+FAVOR_COLS = ["t", "dev", "verdict", "src", "dst", "sport", "dport", "proto", "qlen"]  # qdisc/tools/favor_trace.py
 VERDICTS = ["favored", "standard", "pushout_victim", "drop_favored", "drop_standard"]
 
 
@@ -215,24 +216,71 @@ def bottleneck(in_pkts, out_pkts):
     return list(zip(ins, t_out))
 
 
-def read_favor_trace(path):
-    """Counts of verdicts per (src, dst, sport, dport); tolerant of extra/missing columns."""
+def read_favor_trace(path, enqueues=None):
+    """Counts of verdicts per (src, dst, sport, dport); tolerant of extra/missing columns.
+
+    A dict passed as `enqueues` also gets, per (src, dst, sport, dport), the arrival verdicts in trace
+    order as (times, favored flags): every verdict but pushout_victim, which is about a packet already
+    queued, so there is one per packet that entered the qdisc. The recorder writes trace_pipe's output,
+    which tracefs merges across CPUs in timestamp order, so file order is time order.
+    """
     counts = defaultdict(Counter)
     if not os.path.exists(path):
         return None
     with open(path) as f:
         rd = csv.DictReader(line for line in f if not line.startswith("#"))
-        need = {"verdict", "src", "dst", "sport", "dport"}
+        need = {"t", "verdict", "src", "dst", "sport", "dport"}
         if not need <= set(rd.fieldnames or []):
             raise ValueError(f"{path}: favor trace lacks columns {sorted(need - set(rd.fieldnames or []))}")
         for r in rd:
             if r.get("proto", "6") not in ("6", "tcp", "TCP"):
                 continue
             try:
-                counts[(r["src"], r["dst"], int(r["sport"]), int(r["dport"]))][r["verdict"].strip()] += 1
+                key, t = (r["src"], r["dst"], int(r["sport"]), int(r["dport"])), float(r["t"])
             except ValueError:
                 continue
+            v = r["verdict"].strip()
+            counts[key][v] += 1
+            if enqueues is not None and v != "pushout_victim":
+                times, favored = enqueues.setdefault(key, (array("d"), bytearray()))
+                times.append(t)
+                favored.append(v == "favored")
     return counts
+
+
+def connection_at(starts, key, t):
+    """Row of the connection of 4-tuple `key` whose SYN came last at or before t (the first one before
+    any SYN); None when no flow has that 4-tuple. starts: 4-tuple -> (sorted SYN times, rows)."""
+    inst = starts.get(key)
+    if not inst:
+        return None
+    return inst[1][max(bisect.bisect_right(inst[0], t) - 1, 0)]
+
+
+def favored_data(enqueues, starts, entered):
+    """Per flow row: favored data packets (Eq. 5's numerator), or None when the alignment is unsafe.
+
+    The trace has no payload length, so the k-th arrival verdict of a flow is paired with its k-th packet
+    at bneck-in (captured just before the qdisc, same order). A flow whose two counts differ (a packet
+    missing from the capture or the trace) cannot be paired and gets None. entered: row -> data flags
+    (payload > 0) of its bneck-in packets, in order.
+    """
+    verdicts = {}  # row -> favored flags of its arrivals, in order
+    for (src, dst, sport, dport), (times, favored) in enqueues.items():
+        key = (src, sport, dst, dport)
+        inst = starts.get(key)
+        if not inst:
+            continue
+        if len(inst[1]) == 1:  # no reused 4-tuple: the trace clock plays no part
+            verdicts[inst[1][0]] = favored
+            continue
+        for t, fav in zip(times, favored):
+            verdicts.setdefault(connection_at(starts, key, t), bytearray()).append(fav)
+    out = {}
+    for i in set(verdicts) | set(entered):
+        fav, data = verdicts.get(i, b""), entered.get(i, b"")
+        out[i] = sum(1 for d, f in zip(data, fav) if d and f) if len(fav) == len(data) else None
+    return out
 
 
 NSTAT_KEYS = ["TcpExtTCPTimeouts", "TcpExtTCPSynRetrans", "TcpRetransSegs", "TcpExtTCPFastRetrans",
@@ -269,55 +317,68 @@ def extract(rundir, outdir, write_packets=True):
     fid = load_json(os.path.join(rundir, "fidelity.json"), {"valid": False, "reasons": ["fidelity.json missing"]})
     profile = spec.get("tcp", {}).get("profile", "paper")
     mss = spec.get("topology", {}).get("mtu", 1500) - 40
-    warmup = float(spec.get("warmup_s", 0))
+    window = measurement_window(spec, rundir)
     pdir = os.path.join(rundir, "pcap")
     caps = {}  # host name -> {connection key: packets}
     for fn in sorted(os.listdir(pdir)):
         if fn.startswith("sender-") and fn.endswith(".pcap"):
             caps[fn[7:-5]] = group_connections(read_pcap(os.path.join(pdir, fn)))
     keys = {k for conns in caps.values() for k in conns}
-    flows = [flow_row(k, caps, sched, profile, mss, warmup) for k in sorted(keys, key=str)]
+    flows = [flow_row(k, caps, sched, profile, mss, window) for k in sorted(keys, key=str)]
+    joined = {f["flow_id"] for f in flows}
+    flows += [unseen_row(s, window) for flow_id, s in sched.items() if flow_id not in joined]
+    # 4-tuple -> (sorted SYN times, rows): splits a reused 4-tuple's bottleneck packets and trace events
+    starts = defaultdict(list)
+    for i, f in enumerate(flows):
+        if f["seen"]:
+            starts[(f["src_ip"], f["sport"], f["dst_ip"], f["dport"])].append((f["syn_t"] or 0.0, i))
+    starts = {k: tuple(map(list, zip(*sorted(v)))) for k, v in starts.items()}
     bpairs, per_flow_b = [], None
     bin_, bout = os.path.join(pdir, "bneck-in.pcap"), os.path.join(pdir, "bneck-out.pcap")
     if os.path.exists(bin_) and os.path.exists(bout):
         # Only the forward direction crosses the bottleneck: keep packets sent by left hosts (a*); an
         # interface capture also sees reverse traffic leaving rl, which never passes the AQM.
-        left = {f["src_ip"] for f in flows if str(f["src"]).startswith("a")} | \
-               {f["dst_ip"] for f in flows if str(f["dst"]).startswith("a")}
+        left = {f["src_ip"] for f in flows if f["seen"] and str(f["src"]).startswith("a")} | \
+               {f["dst_ip"] for f in flows if f["seen"] and str(f["dst"]).startswith("a")}
         fwd = (lambda p: p.src in left) if left else (lambda p: True)
         bpairs = bottleneck(filter(fwd, read_pcap(bin_)), [p for p in read_pcap(bout) if fwd(p)])
-        per_flow_b = defaultdict(lambda: [0, 0, 0, 0.0])  # in, out, data drops, qdelay sum
-        starts = defaultdict(list)  # 4-tuple -> sorted [(syn_t, row index)] to split reused 4-tuples
-        for i, f in enumerate(flows):
-            starts[(f["src_ip"], f["sport"], f["dst_ip"], f["dport"])].append((f["syn_t"] or 0.0, i))
-        for v in starts.values():
-            v.sort()
+        per_flow_b = defaultdict(lambda: [0, 0, 0, 0.0, 0])  # in, out, data drops, qdelay sum, SYN drops
+        entered = defaultdict(bytearray)  # row -> data flags of its bneck-in packets, for the trace pairing
         for p, t_out in bpairs:
-            inst = starts.get((p.src, p.sport, p.dst, p.dport))
-            if not inst:
+            i = connection_at(starts, (p.src, p.sport, p.dst, p.dport), p.t)
+            if i is None:
                 continue
-            j = bisect.bisect_right([t for t, _ in inst], p.t) - 1
-            s = per_flow_b[inst[max(j, 0)][1]]
+            s = per_flow_b[i]
             s[0] += 1
+            entered[i].append(p.plen > 0)
             if t_out is not None:
                 s[1] += 1
                 s[3] += t_out - p.t
             elif p.plen > 0:
                 s[2] += 1
-    fav = read_favor_trace(os.path.join(rundir, "qdisc", "favor-trace.csv"))
+            elif p.flags & SYN and not p.flags & ACK:
+                s[4] += 1
+    enqueues = {}
+    fav = read_favor_trace(os.path.join(rundir, "qdisc", "favor-trace.csv"), enqueues)
+    fav_data = favored_data(enqueues, starts, entered) if fav is not None and per_flow_b is not None else None
     for i, r in enumerate(flows):
+        if not r["seen"]:
+            continue
         if per_flow_b is not None and i in per_flow_b:
-            n_in, n_out, ddrop, qs = per_flow_b[i]
+            n_in, n_out, ddrop, qs, syndrop = per_flow_b[i]
             r.update(bneck_in=n_in, bneck_out=n_out, drops=n_in - n_out, data_drops=ddrop,
-                     qdelay_mean_s=qs / n_out if n_out else "")
-        else:
-            r.update(bneck_in="", bneck_out="", drops="", data_drops="", qdelay_mean_s="")
+                     qdelay_mean_s=qs / n_out if n_out else "", syn_drops_bneck=syndrop)
         c = fav.get((r["src_ip"], r["dst_ip"], r["sport"], r["dport"]), Counter()) if fav is not None else None
         for v in VERDICTS:
             r["fav_" + v] = c[v] if c is not None else ""
+        if fav_data is not None:
+            n = fav_data.get(i, 0)
+            r["fav_favored_data"] = "" if n is None else n
     os.makedirs(outdir, exist_ok=True)
+    fav_unaligned = "" if fav_data is None else sum(1 for n in fav_data.values() if n is None)
     flows.sort(key=lambda r: (r["flow_id"] if r["flow_id"] != "" else 1 << 62, r["syn_t"] or 0))
-    run = run_row(spec, fid, flows, nstat_deltas(rundir), rundir)
+    run = run_row(spec, fid, flows, nstat_deltas(rundir), rundir, window, fav_unaligned,
+                  bneck=per_flow_b is not None)
     write_csv(os.path.join(outdir, "flows.csv"), flows, FLOW_COLS)
     if write_packets:
         with gzip.open(os.path.join(outdir, "packets.csv.gz"), "wt", newline="") as f:
@@ -332,10 +393,35 @@ def extract(rundir, outdir, write_packets=True):
 
 
 FLOW_COLS = ["run_id", "flow_id", "src", "dst", "direction", "src_ip", "sport", "dst_ip", "dport", "start_s",
-             "size_bytes", "L", "syn_t", "done_t", "latency_s", "complete", "warmup", "in_metrics",
-             "syn_retrans", "data_pkts", "R", "RTO", "rto_data", "FR", "TLP", "other_rec", "spurious",
-             "goodput_bps", "bneck_in", "bneck_out", "drops", "data_drops", "qdelay_mean_s"] + \
-            ["fav_" + v for v in VERDICTS]
+             "size_bytes", "L", "syn_t", "done_t", "latency_s", "complete", "seen", "warmup", "in_window",
+             "in_metrics", "syn_retrans", "syn_drops_bneck", "synack_retrans", "data_pkts", "R", "RTO", "rto_data",
+             "FR", "TLP", "other_rec", "spurious", "goodput_bps", "bneck_in", "bneck_out", "drops", "data_drops",
+             "qdelay_mean_s"] + ["fav_" + v for v in VERDICTS] + ["fav_favored_data"]
+
+
+def measurement_window(spec, rundir):
+    """[warmup_s, duration_s) of run.json: arrivals are scheduled up to duration_s, drain_s after it only
+    lets them finish, so a flow starting later is not part of the offered load."""
+    if "duration_s" not in spec:
+        raise ValueError(f"{rundir}: run.json has no duration_s; the measurement window [warmup_s, duration_s) "
+                         "cannot be stated")
+    return float(spec.get("warmup_s", 0)), float(spec["duration_s"])
+
+
+def scheduled_facts(s, window):
+    """The columns a schedule row gives, whether or not any capture saw the flow."""
+    start = float(s["start_s"])
+    return dict(flow_id=int(s["flow_id"]), src=s["src"], dst=s["dst"], direction=s.get("direction", ""),
+                start_s=start, size_bytes=int(s["size_bytes"]), L=int(s["size_pkts"]), warmup=int(start < window[0]),
+                in_window=int(window[0] <= start < window[1]))
+
+
+def unseen_row(s, window):
+    """A scheduled flow no capture has (never started, or every packet lost before a capture point): kept,
+    so a censored flow counts as unfinished instead of vanishing."""
+    r = dict.fromkeys(FLOW_COLS, "")
+    r.update(scheduled_facts(s, window), syn_t=None, complete=0, seen=0, in_metrics=0)
+    return r
 
 
 def pick_captures(key, caps, s):
@@ -349,7 +435,7 @@ def pick_captures(key, caps, s):
     return order[0], seen[order[0]], rh, seen.get(rh, [])
 
 
-def flow_row(key, caps, sched, profile, mss, warmup):
+def flow_row(key, caps, sched, profile, mss, window):
     fid = size = None
     for c in caps.values():
         if key in c:
@@ -363,35 +449,67 @@ def flow_row(key, caps, sched, profile, mss, warmup):
     rcv = receiver_side(rpk, key, snd["isn"], size_bytes)
     complete = rcv["done_t"] is not None and snd["syn_t"] is not None
     lat = rcv["done_t"] - snd["syn_t"] if complete else ""
-    start = float(s["start_s"]) if s else ""
-    L = int(s["size_pkts"]) if s else (-(-size_bytes // mss) if size_bytes else "")
-    is_warm = start != "" and start < warmup
-    return dict(run_id="", flow_id=fid if fid is not None else "", src=shost, dst=rhost, direction=s.get("direction", "") if s else "",
-                src_ip=key[0], sport=key[1], dst_ip=key[2], dport=key[3], start_s=start,
-                size_bytes=size_bytes if size_bytes is not None else "", L=L, syn_t=snd["syn_t"],
-                done_t=rcv["done_t"] if complete else "", latency_s=lat, complete=int(complete),
-                warmup=int(is_warm), in_metrics=int(complete and not is_warm and s is not None),
-                syn_retrans=snd["syn_retrans"], data_pkts=snd["data_pkts"], R=snd["retrans"],
-                RTO=snd["rto"] + snd["syn_retrans"], rto_data=snd["rto"], FR=snd["fr"], TLP=snd["tlp"],
-                other_rec=snd["other_rec"], spurious=rcv["dup_arrivals"],
-                goodput_bps=8 * size_bytes / lat if complete and lat > 0 and size_bytes else "")
+    synacks = sum(1 for p in rpk if p.src == key[2] and p.flags & SYN and p.flags & ACK)
+    r = dict.fromkeys(FLOW_COLS, "")
+    r.update(flow_id=fid if fid is not None else "", src=shost, dst=rhost, warmup=0, in_window=0,
+             size_bytes=size_bytes if size_bytes is not None else "",
+             L=-(-size_bytes // mss) if size_bytes else "")
+    if s:
+        r.update(scheduled_facts(s, window))
+    r.update(src_ip=key[0], sport=key[1], dst_ip=key[2], dport=key[3], syn_t=snd["syn_t"],
+             done_t=rcv["done_t"] if complete else "", latency_s=lat, complete=int(complete), seen=1,
+             in_metrics=int(complete and r["in_window"] == 1 and s is not None),
+             syn_retrans=snd["syn_retrans"], synack_retrans=max(synacks - 1, 0) if rhost in caps else "",
+             data_pkts=snd["data_pkts"], R=snd["retrans"], RTO=snd["rto"] + snd["syn_retrans"], rto_data=snd["rto"],
+             FR=snd["fr"], TLP=snd["tlp"], other_rec=snd["other_rec"], spurious=rcv["dup_arrivals"],
+             goodput_bps=8 * size_bytes / lat if complete and lat > 0 and size_bytes else "")
+    return r
 
 
-def run_row(spec, fid, flows, nst, rundir):
+def scenario(spec):
+    """run.json's scenario facts besides AQM, load and replication (columns of run.csv; analysis/R/load.R
+    makes the scenario key from them, so that it is defined in one place)."""
+    aqm, tcp, topo = spec.get("aqm", {}), spec.get("tcp", {}), spec.get("topology", {})
+    forward = aqm.get("forward", {}) if isinstance(aqm, dict) else {}
+    sizes = spec.get("sizes", {})
+    return dict(topology=topo.get("kind") or spec.get("scenario", ""), bottleneck_mbps=topo.get("bottleneck_mbps", ""),
+                buffer_pkts=topo.get("buffer_pkts", ""), iw=tcp.get("iw", ""), profile=tcp.get("profile", ""),
+                cc=tcp.get("congestion_control", ""), size_dist=sizes.get("distribution", ""),
+                size_mean_pkts=sizes.get("mean_pkts", ""), dataplane="p4" if forward.get("kind") == "p4" else "kernel")
+
+
+def run_row(spec, fid, flows, nst, rundir, window, fav_unaligned, bneck):
+    """One run.csv row. window: (start, end) of the measurement window; fav_unaligned: flows whose trace
+    could not be paired with bneck-in (empty without trace or bneck captures); bneck: bottleneck captured."""
     m = [f for f in flows if f["in_metrics"]]
     aqm = spec.get("aqm", {})
-    tcp = spec.get("tcp", {})
+    sc = scenario(spec)
     row = dict(run_id=spec.get("run_id", os.path.basename(rundir.rstrip("/"))),
                config_name=spec.get("config_name", ""), scenario=spec.get("scenario", ""),
                aqm=aqm.get("name", "") if isinstance(aqm, dict) else aqm, load=spec.get("load", ""),
-               iw=tcp.get("iw", ""), profile=tcp.get("profile", ""), replication=spec.get("replication", ""),
-               seed=spec.get("seed", ""), bottleneck_mbps=spec.get("topology", {}).get("bottleneck_mbps", ""),
-               buffer_pkts=spec.get("topology", {}).get("buffer_pkts", ""),
+               iw=sc["iw"], profile=sc["profile"], replication=spec.get("replication", ""),
+               seed=spec.get("seed", ""), bottleneck_mbps=sc["bottleneck_mbps"], buffer_pkts=sc["buffer_pkts"],
+               dataplane=sc["dataplane"], cc=sc["cc"], size_dist=sc["size_dist"], size_mean_pkts=sc["size_mean_pkts"],
+               topology=sc["topology"],
                valid=int(bool(fid.get("valid"))), invalid_reasons="; ".join(fid.get("reasons", [])),
                flows_total=len(flows), flows_complete=sum(f["complete"] for f in flows),
                flows_in_metrics=len(m), flows_unmatched=sum(1 for f in flows if f["flow_id"] == ""))
-    for k in ["syn_retrans", "R", "RTO", "rto_data", "FR", "TLP", "spurious"]:
-        row["ours_" + k] = sum(int(f[k]) for f in flows)
+    # what the schedule offered in the window and what of it never finished, forward direction (the AQM's)
+    w = [f for f in flows if f["in_window"] and f["direction"] == "forward"]
+    unfinished = [f for f in w if not f["complete"]]
+    nbytes = sum(f["size_bytes"] for f in w)
+    span = window[1] - window[0]
+    mbps = sc["bottleneck_mbps"]
+    row.update(window_start_s=window[0], window_end_s=window[1], flows_window=len(w),
+               flows_unfinished=len(unfinished), unfinished_share=len(unfinished) / len(w) if w else "",
+               bytes_window=nbytes,
+               unfinished_bytes_share=sum(f["size_bytes"] for f in unfinished) / nbytes if nbytes else "",
+               realized_load=8 * nbytes / (float(mbps) * 1e6 * span) if mbps and span > 0 else "")
+    for k in ["syn_retrans", "R", "RTO", "rto_data", "FR", "TLP", "spurious", "syn_drops_bneck", "synack_retrans"]:
+        row["ours_" + k] = sum(int(f[k]) for f in flows if f[k] != "")
+    if not bneck:
+        row["ours_syn_drops_bneck"] = ""
+    row["fav_unaligned_flows"] = fav_unaligned
     for k in NSTAT_KEYS:
         row["nstat_" + k] = nst[k] if nst is not None else ""
     for f in flows:

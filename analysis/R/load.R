@@ -9,14 +9,51 @@ read_tables <- function(dir) {
   fl <- rbindlist(lapply(file.path(dirname(runs_f), "flows.csv"), function(f) {
     d <- fread(f, colClasses = "character"); if (nrow(d)) d else NULL
   }), fill = TRUE)
-  keep <- c("run_id", "aqm", "load", "iw", "profile", "replication", "bottleneck_mbps", "buffer_pkts", "valid", "scenario")
+  assemble_tables(runs, fl)
+}
+
+# runs (run.csv rows) and flows (flows.csv rows) -> the tables every figure and claim reads: each flow
+# carries its run's AQM, load, replication, validity and scenario key.
+assemble_tables <- function(runs, fl) {
+  runs <- with_scenario(runs)
+  keep <- c("run_id", "aqm", "load", "iw", "profile", "replication", "bottleneck_mbps", "buffer_pkts", "valid",
+            "scenario", "realized_load", SCENARIO_COLS, "scen")
   if (nrow(fl)) fl <- merge(fl, runs[, intersect(keep, names(runs)), with = FALSE], by = "run_id")
   list(runs = runs, flows = fl, invalid = runs[valid != 1])
 }
 
+# What makes two runs comparable apart from AQM, load and replication (analysis/claims.yaml, "scenario").
+SCENARIO_COLS <- c("topology", "bottleneck_mbps", "buffer_pkts", "iw", "profile", "cc", "size_dist", "size_mean_pkts",
+                   "dataplane")
+
+# Tables extracted before run.csv carried every scenario column get what can be derived (dataplane from
+# the AQM's name, topology from the scenario) and "" for the rest, so they still group consistently.
+with_scenario <- function(runs) {
+  runs <- copy(runs)
+  if (!"topology" %in% names(runs)) runs[, topology := if ("scenario" %in% names(runs)) as.character(scenario) else "dumbbell"]
+  if (!"dataplane" %in% names(runs)) runs[, dataplane := aqm_dataplane(aqm)]
+  for (c in SCENARIO_COLS) if (!c %in% names(runs)) runs[, (c) := ""]
+  for (c in SCENARIO_COLS) runs[, (c) := as.character(get(c))]
+  runs[, scen := scenario_key(.SD)]
+  runs
+}
+
+# One readable key per scenario, e.g. "dumbbell 10Mb/s buf8 IW2 paper/reno pareto-mean30 kernel"; `drop` leaves
+# axes out (the buffer of a buffer sweep, the IW of an IW sweep).
+scenario_key <- function(d, drop = character()) {
+  v <- function(c) if (c %in% drop) "" else as.character(d[[c]])
+  tag <- function(x, pre = "", post = "") ifelse(x == "", "", paste0(pre, x, post))
+  key <- paste(v("topology"), tag(v("bottleneck_mbps"), post = "Mb/s"), tag(v("buffer_pkts"), "buf"), tag(v("iw"), "IW"),
+               paste0(v("profile"), tag(v("cc"), "/")), paste0(v("size_dist"), tag(v("size_mean_pkts"), "-mean")),
+               v("dataplane"))
+  trimws(gsub(" +", " ", key))
+}
+
 # Flows of valid runs that enter the metrics: forward (through the AQM), complete, out of warm-up.
 metric_flows <- function(t) {
-  if (!nrow(t$flows)) return(data.table(aqm = character(), L = character(), latency_s = character(), run_id = character()))
+  if (!nrow(t$flows)) return(data.table(aqm = character(), L = character(), latency_s = character(), run_id = character(),
+                                         load = character(), replication = character(), flow_id = character(),
+                                         scen = character()))
   f <- t$flows[valid == 1 & in_metrics == "1"]
   if ("direction" %in% names(f)) f <- f[direction %in% c("forward", "")]
   f

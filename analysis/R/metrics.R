@@ -54,9 +54,10 @@ latency_gain <- function(pairs, part = c("total", "positive", "negative")) {
   sum(d) / sum(pairs$T_dt)
 }
 
-# Eq. 5: P(Favor | S = s) = sum fa_i / sum (s + R_i)
+# Eq. 5: P(Favor | S = s) = sum fa_i / sum (s + R_i), fa_i the flow's favored DATA packets (the SYN, the
+# handshake ACK and the FIN are favored too, but s + R_i counts data packets only)
 p_favor <- function(fl) {
-  fa <- num(fl$fav_favored)
+  fa <- num(fl$fav_favored_data)
   if (all(is.na(fa))) return(NA_real_)
   sum(fa, na.rm = TRUE) / sum(num(fl$L) + num(fl$R))
 }

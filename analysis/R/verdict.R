@@ -6,4 +6,5 @@ a <- parse_args(c("tables", "out"))
 t <- read_tables(a$tables)
 v <- verdict(t)
 fwrite(v, a$out)
-message(sprintf("verdict: %d holds, %d does not hold, %d not run -> %s", sum(v$status == HOLDS), sum(v$status == FAILS), sum(v$status == NOTRUN), a$out))
+message(sprintf("verdict: %d holds, %d does not hold, %d insufficient data, %d not run -> %s", sum(v$status == HOLDS),
+                sum(v$status == FAILS), sum(v$status == INSUFF), sum(v$status == NOTRUN), a$out))

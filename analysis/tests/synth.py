@@ -5,10 +5,14 @@ import struct
 
 import dpkt
 
+from analysis.extract import FAVOR_COLS
+
 MSS = 1460
 D = 0.05      # one-way delay sender capture -> receiver capture
 Q = 0.002     # queueing delay at the bottleneck
+E = 1e-5      # bneck-in capture -> the favor qdisc's enqueue (same router, same clock)
 HOSTS = {"a1": "10.0.1.1", "b1": "10.0.2.1"}
+FORWARD_KIND = {"droptail": "pfifo", "favor": "favor"}  # config/aqms.yaml's forward qdisc of each AQM
 
 
 def _frame(src, dst, sport, dport, flags, seq, ack, payload, ipid, sack=()):
@@ -32,16 +36,26 @@ class Flow:
         self.ipid = 100
         self.s, self.r = HOSTS["a1"], HOSTS["b1"]
 
-    def _send(self, t, flags, seq, ack, payload, lost=False, at_bneck=True):
+    def _send(self, t, flags, seq, ack, payload, lost=False, at_bneck=True, verdict=None, pushes_out=None):
+        """verdict: the favor trace's enqueue verdict (Run(trace=True)); default standard, or
+        drop_standard for a lost packet. pushes_out: the flow whose queued packet this arrival pushes out
+        (its pushout_victim event comes first, as sch_favor emits them)."""
         self.ipid += 1
         f = _frame(self.s, self.r, self.sport, 5001, flags, seq, ack, payload, self.ipid)
         self.run.add("sender-a1", t, f)
         if at_bneck:
             self.run.add("bneck-in", t + D / 2, f)
+            if self.run.trace:
+                if pushes_out is not None:
+                    pushes_out.event(t + D / 2 + E, "pushout_victim")
+                self.event(t + D / 2 + E, verdict or ("drop_standard" if lost else "standard"))
         if not lost:
             if at_bneck:
                 self.run.add("bneck-out", t + D / 2 + Q, f)
             self.run.add("sender-b1", t + D, f)
+
+    def event(self, t, verdict):
+        self.run.favor.append((f"{t:.6f}", "rl-eth1", verdict, self.s, self.r, self.sport, 5001, 6, 0))
 
     def _recv(self, t, flags, seq, ack, lost=False, sack=()):
         f = _frame(self.r, self.s, 5001, self.sport, flags, seq, ack, b"", 7, sack)
@@ -49,17 +63,18 @@ class Flow:
         if not lost:
             self.run.add("sender-a1", t + D, f)
 
-    def syn(self, t, lost=False):
-        self._send(t, dpkt.tcp.TH_SYN, self.isn, 0, b"", lost)
+    def syn(self, t, lost=False, verdict=None):
+        self._send(t, dpkt.tcp.TH_SYN, self.isn, 0, b"", lost, verdict=verdict)
 
-    def synack(self, t):
-        self._recv(t, dpkt.tcp.TH_SYN | dpkt.tcp.TH_ACK, 5000, self.isn + 1)
+    def synack(self, t, lost=False):
+        self._recv(t, dpkt.tcp.TH_SYN | dpkt.tcp.TH_ACK, 5000, self.isn + 1, lost)
 
-    def data(self, t, i, lost=False):
+    def data(self, t, i, lost=False, verdict=None, pushes_out=None):
         payload = bytearray(MSS)
         if i == 0:
             payload[:16] = struct.pack("!QQ", self.fid, self.nseg * MSS)
-        self._send(t, dpkt.tcp.TH_ACK, self.isn + 1 + i * MSS, 5001, bytes(payload), lost)
+        self._send(t, dpkt.tcp.TH_ACK, self.isn + 1 + i * MSS, 5001, bytes(payload), lost, verdict=verdict,
+                   pushes_out=pushes_out)
 
     def ack(self, t, nseg_acked, lost=False, sack_segs=None):
         """Cumulative ACK of nseg_acked segments; sack_segs=(first, last) adds one SACK block."""
@@ -68,22 +83,28 @@ class Flow:
             sack = ((self.isn + 1 + sack_segs[0] * MSS, self.isn + 1 + (sack_segs[1] + 1) * MSS),)
         self._recv(t, dpkt.tcp.TH_ACK, 5001, self.isn + 1 + nseg_acked * MSS, lost, sack)
 
-    def fin(self, t):
-        self._send(t, dpkt.tcp.TH_FIN | dpkt.tcp.TH_ACK, self.isn + 1 + self.nseg * MSS, 5001, b"")
+    def fin(self, t, verdict=None):
+        self._send(t, dpkt.tcp.TH_FIN | dpkt.tcp.TH_ACK, self.isn + 1 + self.nseg * MSS, 5001, b"", verdict=verdict)
 
 
 class Run:
-    def __init__(self, path, profile="paper", warmup_s=1.0):
-        self.path, self.profile, self.warmup = path, profile, warmup_s
+    """trace=True: every packet entering the bottleneck also gets its favor-trace enqueue event."""
+
+    def __init__(self, path, profile="paper", warmup_s=1.0, duration_s=40.0, trace=False):
+        self.path, self.profile, self.warmup, self.duration, self.trace = path, profile, warmup_s, duration_s, trace
         self.caps = {k: [] for k in ["sender-a1", "sender-b1", "bneck-in", "bneck-out"]}
         self.sched = []
-        self.favor = []
+        self.favor = []  # favor-trace rows, columns extract.FAVOR_COLS
 
     def add(self, point, t, frame):
         self.caps[point].append((t, frame))
 
+    def scheduled(self, fid, nseg, start_s, src="a1", dst="b1", direction="forward"):
+        """A schedule row only: the client never started it (nothing on any capture)."""
+        self.sched.append((fid, start_s, nseg * MSS, nseg, src, dst, direction, "web"))
+
     def flow(self, fid, sport, nseg, start_s):
-        self.sched.append((fid, start_s, nseg * MSS, nseg, "a1", "b1", "forward", "web"))
+        self.scheduled(fid, nseg, start_s)
         return Flow(self, fid, sport, nseg)
 
     def write(self, aqm="droptail", valid=True, load=0.5, rep=0, iw=2, buffer_pkts=8):
@@ -98,19 +119,25 @@ class Run:
             f.write("# seed=1\nflow_id,start_s,size_bytes,size_pkts,src,dst,direction,kind\n")
             for r in sorted(self.sched, key=lambda r: r[1]):
                 f.write(",".join(map(str, r)) + "\n")
+        forward = "p4" if aqm.startswith("p4-") else FORWARD_KIND.get(aqm, aqm)
         spec = {"run_id": os.path.basename(self.path), "config_name": "test", "scenario": "dumbbell",
-                "topology": {"bottleneck_mbps": 10, "buffer_pkts": buffer_pkts, "mtu": 1500},
-                "aqm": {"name": aqm}, "tcp": {"profile": self.profile, "iw": iw}, "load": load,
-                "replication": rep, "seed": 1, "warmup_s": self.warmup, "schedule": "schedule.csv"}
+                "topology": {"kind": "dumbbell", "bottleneck_mbps": 10, "buffer_pkts": buffer_pkts, "mtu": 1500},
+                "aqm": {"name": aqm, "forward": {"kind": forward}},
+                "tcp": {"profile": self.profile, "iw": iw, "congestion_control": "reno"}, "load": load,
+                "replication": rep, "seed": 1, "duration_s": self.duration, "warmup_s": self.warmup, "drain_s": 20,
+                "sizes": {"distribution": "pareto", "shape": 1.3, "mean_pkts": 30}, "schedule": "schedule.csv"}
         json.dump(spec, open(os.path.join(self.path, "run.json"), "w"))
         json.dump({"valid": valid, "reasons": [] if valid else ["rate off"], "checks": {}},
                   open(os.path.join(self.path, "fidelity.json"), "w"))
         json.dump({"kernel": "test"}, open(os.path.join(self.path, "manifest.json"), "w"))
         if self.favor:
             with open(os.path.join(self.path, "qdisc", "favor-trace.csv"), "w") as f:
-                f.write("t_ns,dev,verdict,src,dst,sport,dport,proto,len,qlen\n")
-                for r in self.favor:
+                f.write(",".join(FAVOR_COLS) + "\n")
+                # the recorder's rows come in time order; sorted() is stable, so a push-out's victim row
+                # stays before the arrival's row
+                for r in sorted(self.favor, key=lambda r: float(r[0])):
                     f.write(",".join(map(str, r)) + "\n")
+                f.write("# lost_events=0\n")
         os.makedirs(os.path.join(self.path, "nstat"), exist_ok=True)
         for h, (b, a) in {"a1": (10, 13), "b1": (0, 1)}.items():
             json.dump({"before": {"kernel": {"TcpExtTCPTimeouts": b, "TcpExtTCPSynRetrans": 0}},
@@ -120,16 +147,18 @@ class Run:
         return self.path
 
 
-def clean(fl, t, acks=True):
-    """Handshake then all segments, each acked one RTT later; returns time after FIN."""
-    fl.syn(t)
+def clean(fl, t, acks=True, verdicts=None):
+    """Handshake then all segments, each acked one RTT later; returns time after FIN.
+    verdicts: favor-trace verdicts of the SYN, each data segment and the FIN (Run(trace=True))."""
+    v = verdicts or [None] * (fl.nseg + 2)
+    fl.syn(t, verdict=v[0])
     fl.synack(t + D)
     t += 2 * D
     for i in range(fl.nseg):
-        fl.data(t + i * 0.001, i)
+        fl.data(t + i * 0.001, i, verdict=v[1 + i])
     for i in range(fl.nseg):
         fl.ack(t + D + i * 0.001 + 0.0005, i + 1)
-    fl.fin(t + 2 * D + 0.01)
+    fl.fin(t + 2 * D + 0.01, verdict=v[-1])
     return t + 2 * D + 0.01
 
 

@@ -86,8 +86,8 @@ def test_cli_refuses_directory_without_done(tmp_path):
 def test_favor_trace_joined_by_five_tuple(tmp_path):
     run = synth.standard_run(str(tmp_path / "r"))
     s, d = synth.HOSTS["a1"], synth.HOSTS["b1"]
-    run.favor = [(1, "eth1", "favored", s, d, 40000, 5001, 6, 1500, 0)] * 2 + \
-                [(2, "eth1", "standard", s, d, 40000, 5001, 6, 1500, 3), (3, "eth1", "pushout_victim", s, d, 40003, 5001, 6, 1500, 8)]
+    run.favor = [(1.0, "rl-eth1", "favored", s, d, 40000, 5001, 6, 0)] * 2 + \
+                [(2.0, "rl-eth1", "standard", s, d, 40000, 5001, 6, 3), (3.0, "rl-eth1", "pushout_victim", s, d, 40003, 5001, 6, 8)]
     flows, _ = ex.extract(run.write(aqm="favor"), str(tmp_path / "t"), False)
     by = {f["flow_id"]: f for f in flows}
     assert (by[0]["fav_favored"], by[0]["fav_standard"], by[3]["fav_pushout_victim"]) == (2, 1, 1)
@@ -144,3 +144,124 @@ def test_reused_four_tuple_gives_two_flows(tmp_path):
     assert (by[0]["syn_retrans"], by[1]["syn_retrans"], by[1]["L"]) == (0, 1, 3)
     assert (by[0]["bneck_in"], by[1]["bneck_in"], by[1]["drops"]) == (4, 6, 1)
     assert by[1]["latency_s"] == pytest.approx(3.0 + 2 * synth.D + 0.002 + synth.D, abs=1e-6)
+
+
+# A run with a measurement window [1, 20): flows before, inside, at and after its end, one never started.
+@pytest.fixture(scope="module")
+def window_run(tmp_path_factory):
+    run = synth.Run(str(tmp_path_factory.mktemp("w") / "r"), warmup_s=1.0, duration_s=20.0)
+    synth.clean(run.flow(0, 43000, 2, 0.5), 0.5)       # warm-up
+    synth.clean(run.flow(1, 43001, 2, 2.0), 2.0)
+    synth.clean(run.flow(2, 43002, 3, 19.5), 19.5)
+    synth.clean(run.flow(3, 43003, 2, 20.0), 20.0)     # arrives at the window's end: drain only
+    run.scheduled(4, 7, 10.0)                          # the client never started it: no capture has it
+    run.scheduled(5, 9, 5.0, src="b1", dst="a1", direction="reverse")
+    f = run.flow(6, 43006, 4, 15.0)                    # cut by the end of the capture
+    f.syn(15.0); f.synack(15.0 + synth.D); f.data(15.1, 0)
+    flows, row = ex.extract(run.write(), str(tmp_path_factory.mktemp("wt")), False)
+    return {x["flow_id"]: x for x in flows}, row
+
+
+def test_scheduled_flow_no_capture_saw_has_a_row(window_run):
+    by, row = window_run
+    assert sorted(by) == list(range(7)) and row["flows_total"] == 7
+    f = by[4]
+    assert (f["seen"], f["complete"], f["in_metrics"], f["in_window"]) == (0, 0, 0, 1)
+    assert (f["src"], f["dst"], f["direction"], f["start_s"], f["size_bytes"], f["L"]) == \
+        ("a1", "b1", "forward", 10.0, 7 * synth.MSS, 7)
+    assert f["latency_s"] == f["done_t"] == f["syn_retrans"] == f["src_ip"] == f["bneck_in"] == ""
+    assert by[5]["seen"] == 0 and by[5]["direction"] == "reverse"
+    assert all(by[i]["seen"] == 1 for i in (0, 1, 2, 3, 6))
+
+
+def test_window_is_warmup_to_duration(window_run):
+    by, _ = window_run
+    assert [by[i]["in_window"] for i in range(7)] == [0, 1, 1, 0, 1, 1, 1]
+    # flow 3 completed in the drain time but was scheduled at duration_s: outside the window, not in metrics
+    assert by[3]["complete"] == 1 and by[3]["in_metrics"] == 0
+    assert [by[i]["in_metrics"] for i in range(7)] == [0, 1, 1, 0, 0, 0, 0]
+
+
+def test_run_reports_window_offer_and_unfinished_share(window_run):
+    _, row = window_run
+    # forward flows scheduled in [1, 20): 1 (2 segments), 2 (3), 4 (7, never started), 6 (4, cut)
+    assert (row["window_start_s"], row["window_end_s"]) == (1.0, 20.0)
+    assert (row["flows_window"], row["flows_unfinished"], row["unfinished_share"]) == (4, 2, 0.5)
+    assert row["bytes_window"] == 16 * synth.MSS
+    assert row["unfinished_bytes_share"] == pytest.approx(11 / 16)
+    assert row["realized_load"] == pytest.approx(8 * 16 * synth.MSS / (10e6 * 19.0))
+    assert row["load"] == 0.5
+
+
+def test_run_csv_carries_the_scenario_columns(tables, tmp_path):
+    out, run = tables[1], tables[3]
+    old = ["run_id", "config_name", "scenario", "aqm", "load", "iw", "profile", "replication", "seed",
+           "bottleneck_mbps", "buffer_pkts", "valid", "invalid_reasons", "flows_total", "flows_complete",
+           "flows_in_metrics", "flows_unmatched", "ours_syn_retrans", "ours_R", "ours_RTO", "ours_rto_data", "ours_FR",
+           "ours_TLP", "ours_spurious"] + ["nstat_" + k for k in ex.NSTAT_KEYS]
+    with open(os.path.join(out, "run.csv")) as f:
+        assert set(old) <= set(next(csv.reader(f)))
+    assert (run["dataplane"], run["cc"], run["size_dist"], run["size_mean_pkts"], run["topology"]) == \
+        ("kernel", "reno", "pareto", "30", "dumbbell")
+    spec = {"scenario": "parking-lot", "topology": {"bottleneck_mbps": 2.5, "buffer_pkts": 60},
+            "aqm": {"name": "p4-favorqueue", "forward": {"kind": "p4"}}, "load": 0.9, "replication": 3,
+            "tcp": {"profile": "linux", "iw": 10, "congestion_control": "cubic"},
+            "sizes": {"distribution": "pareto", "mean_pkts": 12.5}}
+    assert ex.scenario(spec) == dict(topology="parking-lot", bottleneck_mbps=2.5, buffer_pkts=60, iw=10, profile="linux",
+                                     cc="cubic", size_dist="pareto", size_mean_pkts=12.5, dataplane="p4")
+    # AQM, load and replication are not part of it
+    other = dict(spec, aqm={"name": "p4-droptail", "forward": {"kind": "p4"}}, load=0.1, replication=0)
+    assert ex.scenario(other) == ex.scenario(spec)
+
+
+def test_favored_data_packets_counted_by_pairing_trace_with_bneck_in(tmp_path):
+    run = synth.Run(str(tmp_path / "r"), trace=True)
+    F, S = "favored", "standard"
+    # 0: favored SYN, data favored / standard / favored, favored FIN: 4 favored events, 2 of them data
+    synth.clean(run.flow(0, 44000, 3, 2.0), 2.0, verdicts=[F, F, S, F, F])
+    # 1: its queued segment 1 is pushed out by flow 2's arrival (a pushout_victim event, not an arrival of
+    # flow 1), then retransmitted and favored: arrivals SYN F, 0 F, 1 S, 2 S, 1 F, FIN S -> 2 favored data
+    v, w = run.flow(1, 44001, 3, 5.0), run.flow(2, 44002, 1, 5.0)
+    v.syn(5.0, verdict=F); w.syn(5.002, verdict=F)
+    v.synack(5.0 + synth.D); w.synack(5.002 + synth.D)
+    v.data(5.1, 0, verdict=F); v.data(5.101, 1, lost=True, verdict=S); v.data(5.102, 2, verdict=S)
+    w.data(5.103, 0, verdict=F, pushes_out=v)
+    v.ack(5.1 + synth.D, 1); w.ack(5.103 + synth.D, 1)
+    v.data(6.2, 1, verdict=F); v.ack(6.2 + synth.D, 3)
+    v.fin(6.3, verdict=S); w.fin(5.3, verdict=S)
+    # 3: one of its trace events is missing: counts differ, the pairing is unsafe
+    synth.clean(run.flow(3, 44003, 2, 8.0), 8.0)
+    run.favor.remove(next(e for e in run.favor if e[5] == 44003 and e[2] == S))
+    # 4 and 5 reuse one 4-tuple: the trace events are split at the second connection's SYN
+    synth.clean(run.flow(4, 44004, 2, 20.0), 20.0, verdicts=[F, F, F, S])
+    f = run.flow(5, 44004, 2, 30.0)
+    f.isn = 900000
+    synth.clean(f, 30.0, verdicts=[S, F, S, F])
+    flows, row = ex.extract(run.write(aqm="favor"), str(tmp_path / "t"), False)
+    by = {x["flow_id"]: x for x in flows}
+    assert (by[0]["fav_favored"], by[0]["fav_standard"], by[0]["fav_favored_data"]) == (4, 1, 2)
+    assert (by[1]["fav_pushout_victim"], by[1]["fav_favored_data"], by[2]["fav_favored_data"]) == (1, 2, 1)
+    assert by[3]["fav_favored_data"] == "" and by[3]["fav_standard"] == 3
+    assert (by[4]["fav_favored_data"], by[5]["fav_favored_data"]) == (2, 1)
+    assert row["fav_unaligned_flows"] == 1
+
+
+def test_syn_loss_located_at_bottleneck_or_reverse_path(tables, tmp_path):
+    f = tables[2][1]  # standard run: its first SYN dropped at the bottleneck
+    assert (f["syn_retrans"], f["syn_drops_bneck"], f["synack_retrans"]) == ("1", "1", "0")
+    assert tables[2][0]["syn_drops_bneck"] == tables[2][0]["synack_retrans"] == "0"
+    run = synth.Run(str(tmp_path / "r"))
+    # 0: the SYN-ACK is lost on the way back; the retransmitted SYN gets a second one
+    f = run.flow(0, 45000, 2, 2.0)
+    f.syn(2.0); f.synack(2.0 + synth.D, lost=True)
+    synth.clean(f, 5.0)
+    # 1: every SYN dropped at the bottleneck; no data ever sent, so no header joins it to the schedule
+    f = run.flow(1, 45001, 2, 10.0)
+    for t in (10.0, 13.0, 19.0):
+        f.syn(t, lost=True)
+    flows, row = ex.extract(run.write(), str(tmp_path / "t"), False)
+    by = {x["flow_id"]: x for x in flows}
+    syn_only = next(x for x in flows if x["sport"] == 45001)
+    assert (by[0]["syn_retrans"], by[0]["syn_drops_bneck"], by[0]["synack_retrans"]) == (1, 0, 1)
+    assert (syn_only["syn_retrans"], syn_only["syn_drops_bneck"], syn_only["synack_retrans"]) == (2, 3, "")
+    assert (row["ours_syn_drops_bneck"], row["ours_synack_retrans"], row["ours_syn_retrans"]) == (3, 1, 3)

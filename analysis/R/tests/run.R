@@ -2,4 +2,5 @@
 favorlab_R_dir <- normalizePath(file.path(dirname(sub("^--file=", "", grep("^--file=", commandArgs(FALSE), value = TRUE))), ".."))
 source(file.path(favorlab_R_dir, "common.R"))
 library(testthat)
-res <- test_file(file.path(favorlab_R_dir, "tests", "test_metrics.R"), reporter = "summary", stop_on_failure = TRUE)
+for (f in c("test_metrics.R", "test_verdict.R"))
+  test_file(file.path(favorlab_R_dir, "tests", f), reporter = "summary", stop_on_failure = TRUE)

@@ -3,7 +3,7 @@ library(testthat)
 fl <- data.table(flow_id = c("1", "2", "3"), L = c("2", "10", "100"), R = c("0", "2", "6"), RTO = c("1", "1", "0"),
                  FR = c("0", "1", "2"), syn_retrans = c("1", "0", "0"), latency_s = c("3.5", "1.0", "2.5"),
                  bneck_in = c("4", "14", "110"), drops = c("1", "2", "5"), qdelay_mean_s = c("0.002", "0.004", ""),
-                 bneck_out = c("3", "12", "105"), fav_favored = c("3", "5", "50"), fav_pushout_victim = c("0", "1", "2"),
+                 bneck_out = c("3", "12", "105"), fav_favored = c("3", "5", "50"), fav_favored_data = c("2", "4", "49"), fav_pushout_victim = c("0", "1", "2"),
                  fav_drop_favored = c("0", "0", "1"), fav_drop_standard = c("1", "1", "2"), goodput_bps = c("1e5", "2e5", "3e5"))
 test_that("latency is the mean over flows", expect_equal(latency_mean(fl), 7 / 3))
 test_that("drop ratio = drops / bottleneck arrivals", expect_equal(drop_ratio(fl), 8 / 128))
@@ -13,7 +13,10 @@ test_that("RTO recovery ratio Eq. 4", {
   expect_equal(rto_recovery_ratio(fl), 2 / 5)
   expect_true(is.na(rto_recovery_ratio(fl[0])))
 })
-test_that("P(Favor|S=s) Eq. 5", expect_equal(p_favor(fl[1]), 3 / 2))
+test_that("P(Favor|S=s) Eq. 5 counts favored data packets only, so it never exceeds 1", {
+  expect_equal(p_favor(fl[1]), 2 / 2)      # the favored SYN of the 2-packet flow is not a data packet
+  expect_equal(p_favor(fl), (2 + 4 + 49) / (112 + 8))
+})
 test_that("push-out share of drops", expect_equal(pushout_share(fl), 3 / 8))
 test_that("normalized goodput", expect_equal(normalized_goodput(fl, 1e7), 0.02))
 test_that("queueing delay weighted by packets out, missing ignored", expect_equal(mean_queueing_delay(fl), (0.006 + 0.048) / 15))
@@ -29,13 +32,3 @@ test_that("paired Delta and latency gain Eq. 2", {
   expect_equal(unname(delta_shares(p)), c(1 / 3, 1 / 3, 1 / 3, 1 / 3))
 })
 test_that("length classes", expect_equal(as.character(length_class(c(2, 30, 1500))), c("2", "21-50", ">1000")))
-test_that("verdict marks missing data as not run and needs strict improvement", {
-  t <- list(flows = cbind(fl, aqm = "droptail", valid = 1L, in_metrics = "1", load = "0.5", iw = "2", profile = "paper",
-                          bottleneck_mbps = "10", buffer_pkts = "8", replication = "0", run_id = "r1"))
-  v <- verdict(t)
-  expect_equal(nrow(v), 18)
-  expect_equal(v[claim == "C2"]$status, "does not hold")   # 40% vs 56% +- 15
-  expect_equal(v[claim == "C1"]$status, "not run")
-  t$flows <- rbind(t$flows, copy(t$flows)[, `:=`(aqm = "favor", run_id = "r2")])
-  expect_equal(verdict(t)[claim == "C12"]$status, "does not hold")  # equal is not lower
-})
