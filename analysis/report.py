@@ -2,7 +2,10 @@
 
     python -m analysis.report --results results/quick --out results/quick/report.html
 
-Reads RESULTS/verdict.csv, RESULTS/figures/*.png, RESULTS/runs/<run_id>/{run.json,manifest.json,fidelity.json}.
+Reads RESULTS/verdict.csv, RESULTS/figures/*.png, RESULTS/tables/*/run.csv and
+RESULTS/runs/<run_id>/{run.json,manifest.json,fidelity.json}. Opens with what a reader needs to trust the
+rest: provenance (favorlab commit, config, scenarios, software), the verdict's counts, and the flows each
+run left unfinished (which every comparison leaves out).
 """
 import argparse
 import base64
@@ -11,11 +14,16 @@ import html
 import json
 import os
 import re
+import subprocess
 import sys
+from collections import Counter
 
 STYLE = """body{font-family:sans-serif;max-width:1100px;margin:auto}table{border-collapse:collapse;font-size:13px}
 td,th{border:1px solid #ccc;padding:3px 6px}.holds{background:#d9f2d9}.does-not-hold{background:#f7d4d4}
-.not-run{background:#eee}img{max-width:100%}"""
+.not-run{background:#eee}.insufficient-data{background:#fdf3c8}img{max-width:100%}
+.summary{font-size:15px}"""
+STATUSES = ["holds", "does not hold", "insufficient data", "not run"]
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
 def _read(path, default=None):
@@ -54,30 +62,97 @@ def runs_section(rdir):
     return rows
 
 
-def nstat_section(tdir):
-    rows = []
-    for root, _, files in sorted(os.walk(tdir)) if os.path.isdir(tdir) else []:
-        if "run.csv" in files:
-            rows += _read(os.path.join(root, "run.csv"), [])
+def nstat_section(rows):
     cols = ["run_id", "valid", "flows_in_metrics", "ours_RTO", "nstat_TcpExtTCPTimeouts", "ours_syn_retrans",
             "nstat_TcpExtTCPSynRetrans", "ours_R", "nstat_TcpRetransSegs", "ours_FR", "nstat_TcpExtTCPFastRetrans",
             "ours_TLP", "nstat_TcpExtTCPLossProbes"]
     return table(rows, cols) if rows else "<p>no tables (run <code>python -m analysis.extract</code>)</p>"
 
 
+def run_tables(tdir):
+    rows = []
+    for root, _, files in sorted(os.walk(tdir)) if os.path.isdir(tdir) else []:
+        if "run.csv" in files:
+            rows += _read(os.path.join(root, "run.csv"), [])
+    return rows
+
+
+def favorlab_commit():
+    """The commit of the favorlab checkout that made this report (and whether it had local changes)."""
+    def git(*a):
+        r = subprocess.run(["git", "-C", REPO, *a], capture_output=True, text=True)
+        return r.stdout.strip() if r.returncode == 0 else ""
+    head = git("rev-parse", "--short=12", "HEAD")
+    if not head:
+        return "unknown (not a git checkout)"
+    return head + (" with uncommitted changes" if git("status", "--porcelain", "--untracked-files=no") else "")
+
+
+def provenance(results, runs, tables):
+    """Where the numbers come from: one line per fact, the distinct values over all runs."""
+    def distinct(vals):
+        v = sorted({str(x) for x in vals if x not in (None, "")})
+        return ", ".join(v) if v else "not recorded"
+    mans = [_read(os.path.join(results, "runs", r["run"], "manifest.json"), {}) for r in runs]
+    scen = [" ".join(str(t.get(k, "")) for k in ("topology", "bottleneck_mbps", "buffer_pkts", "iw", "profile", "cc",
+                                                 "size_dist", "size_mean_pkts", "dataplane")) for t in tables]
+    facts = [("favorlab commit", favorlab_commit()),
+             ("config", distinct(t.get("config_name") for t in tables) + " (config/<name>.yaml)"),
+             ("scenarios (topology, Mb/s, buffer, IW, profile, cc, sizes, mean, dataplane)", distinct(scen)),
+             ("AQMs", distinct(r["aqm"] for r in runs)), ("loads", distinct(r["load"] for r in runs)),
+             ("guest kernel", distinct(m.get("kernel") for m in mans)),
+             ("sch_favor", distinct(m.get("module_version") for m in mans)),
+             ("tc / tcpdump / Mininet / Python", " | ".join(distinct(m.get(k) for m in mans) for k in ("tc", "tcpdump", "mininet", "python"))),
+             ("testbed hosts", distinct(m.get("hostname") for m in mans)),
+             ("accelerator (KVM or TCG)", distinct(m.get("accel") for m in mans)),
+             ("runs started", distinct([min((m.get("start_utc", "") for m in mans), default=""),
+                                        max((m.get("end_utc", "") for m in mans), default="")]))]
+    return "<table>" + "".join(f"<tr><th>{html.escape(k)}</th><td>{html.escape(v)}</td></tr>" for k, v in facts) + "</table>"
+
+
+def summary(v, runs):
+    n = Counter(r["status"] for r in v or [])
+    valid = sum(r["valid"] == "yes" for r in runs)
+    claims = ", ".join(f"<b>{n.get(s, 0)}</b> {s}" for s in STATUSES)
+    return (f"<p class='summary'>Claims: {claims} (of {len(v or [])} verdict rows).<br>Runs: <b>{valid}</b> valid, "
+            f"<b>{len(runs) - valid}</b> invalid (left out of every figure and claim) of {len(runs)}.</p>")
+
+
+def unfinished_section(tables):
+    """Flows scheduled inside the measurement window that had not finished when the capture ended."""
+    rows = [t for t in tables if t.get("flows_window", "") != ""]
+    if not rows:
+        return "<p>these tables predate the unfinished-flow counts: run the extraction again</p>"
+    cols = ["aqm", "load", "realized_load", "valid", "flows_window", "flows_unfinished", "unfinished_share",
+            "unfinished_bytes_share"]
+    fmt = [{k: (f"{float(r[k]):.3g}" if k in ("realized_load", "unfinished_share", "unfinished_bytes_share") and r.get(k)
+                else r.get(k, "")) for k in cols} for r in sorted(rows, key=lambda r: (r["aqm"], float(r["load"] or 0)))]
+    return ("<p>Window: flows scheduled to start in [warm-up, duration) of each run; a flow that had not received "
+            "its last byte when the capture ended (drain included) is unfinished. Comparisons between AQMs use "
+            "the flows that finished under both; these are the ones they leave out. <code>realized_load</code> is "
+            "what the schedule offered in the window (configured: <code>load</code>).</p>" + table(fmt, cols))
+
+
 def render(results):
     parts = [f"<!doctype html><html><head><meta charset='utf-8'><title>favorlab report</title><style>{STYLE}</style></head><body>",
              f"<h1>favorlab report: {html.escape(os.path.basename(os.path.abspath(results)))}</h1>"]
     v = _read(os.path.join(results, "verdict.csv"))
-    parts.append("<h2>Verdict (paper-targets.md claims)</h2>")
-    parts.append(table(v, ["claim", "what", "paper", "ours", "tolerance", "status", "runs", "note"], "status") if v
-                 else "<p>verdict.csv missing: run <code>Rscript analysis/R/verdict.R</code>.</p>")
     runs = runs_section(os.path.join(results, "runs"))
+    tables = run_tables(os.path.join(results, "tables"))
+    parts.append(summary(v, runs))
+    parts.append("<h2>Provenance</h2>" + provenance(results, runs, tables))
+    parts.append("<h2>Unfinished flows (left out of every DropTail/FaQ comparison)</h2>" + unfinished_section(tables))
+    parts.append("<h2>Verdict (analysis/claims.yaml; docs/paper-targets.md)</h2>")
+    parts.append("<p>Each claim is judged on one scenario with the test and minimum sample it states; intervals "
+                 "are 95 %. <i>insufficient data</i>: too few flows, or an interval that does not decide.</p>")
+    parts.append(table(v, ["claim", "what", "scenario", "paper", "ours", "interval", "test", "n", "min_sample", "status",
+                           "runs", "note"], "status") if v
+                 else "<p>verdict.csv missing: run <code>Rscript analysis/R/verdict.R</code>.</p>")
     bad = [r for r in runs if r["valid"] != "yes"]
     parts.append(f"<h2>Invalid runs ({len(bad)}), left out of every figure and of the verdict</h2>")
     parts.append(table(bad, ["run", "reasons"]) if bad else "<p>none</p>")
     parts.append("<h2>Recoveries: ours (captures) vs the senders' nstat counters</h2>")
-    parts.append(nstat_section(os.path.join(results, "tables")))
+    parts.append(nstat_section(tables))
     fdir = os.path.join(results, "figures")
     figs = sorted((f for f in os.listdir(fdir) if f.endswith(".png")), key=lambda f: int(re.sub(r"\D", "", f) or 0)) \
         if os.path.isdir(fdir) else []

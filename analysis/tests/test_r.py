@@ -63,6 +63,11 @@ def test_report_embeds_figures_verdict_and_invalid_runs(results):
     h = (d / "report.html").read_text()
     assert h.count("data:image/png;base64,") >= 5
     assert "<td>C18</td>" in h and "Invalid runs (1)" in h and "rate off" in h
+    # the top says what stands behind the verdict: counts, provenance, unfinished flows
+    top = h[:h.index("<h2>Verdict")]
+    assert "<b>3</b> valid, <b>1</b> invalid" in top and "<b>0</b> holds" in top and "insufficient data" in top
+    assert "favorlab commit" in top and "test" in top          # config name and guest kernel of the runs
+    assert "Unfinished flows" in top and "<th>flows_unfinished</th>" in top
     assert "nstat_TcpExtTCPTimeouts" in h
     assert "src='figures/" not in h  # self-contained
 

@@ -526,10 +526,17 @@ def _first_line(txt: str) -> str:
     return txt.strip().splitlines()[0] if txt.strip() else ""
 
 
+def accel(virt: str) -> str:
+    """What the testbed host runs on, from systemd-detect-virt: under QEMU without KVM (TCG) a run is
+    several times slower than under KVM or on bare metal, which the report must show."""
+    return {"kvm": "KVM", "qemu": "TCG (QEMU emulation, no KVM)", "none": "bare metal"}.get(virt, virt or "unknown")
+
+
 def manifest(spec: dict, run_dir: Path) -> dict:
     m = {"kernel": os.uname().release, "hostname": platform.node(), "python": sys.version.split()[0],
          "tc": _first_line(out(["tc", "-V"])), "tcpdump": _first_line(out(["tcpdump", "--version"])),
          "iperf3": _first_line(out(["iperf3", "--version"])),
+         "accel": accel(_first_line(out(["systemd-detect-virt"]))),
          "seeds": {"seed": spec.get("seed"), "replication": spec.get("replication")},
          "sha256": {"run.json": sha256(run_dir / "run.json"),
                     "schedule.csv": sha256(run_dir / spec.get("schedule", "schedule.csv"))}}
