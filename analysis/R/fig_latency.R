@@ -1,12 +1,13 @@
 # F2: latency density, DropTail vs FaQ (a peak at the initial RTO with DropTail, claim C1).
 fig_F2 <- function(t, out) {
-  fl <- metric_flows(t)[aqm_is_dt(aqm) | aqm_is_faq(aqm)]
+  fl <- common_flows(metric_flows(t)[aqm_is_dt(aqm) | aqm_is_faq(aqm)])
   if (!nrow(fl)) return(skip_fig("F2", "no DropTail/FaQ flows"))
   fl[, latency := num(latency_s)]
   irto <- if (identical(fl$profile[1], "paper")) 3 else 1
   p <- ggplot(fl, aes(latency, colour = aqm)) + geom_density(adjust = 0.5) +
     scale_x_continuous(limits = c(0, quantile(fl$latency, 0.99))) +
     geom_vline(xintercept = irto, linetype = "dotted") + annotate("text", x = irto, y = 0, label = sprintf("initial RTO %g s (paper: 3 s)", irto), hjust = -0.05, vjust = -0.5, size = 3) +
-    scale_colour_manual(values = aqm_colours) + labs(x = "latency (s)", y = "density", title = "F2 latency density") + theme_favorlab()
-  save_fig(p, out, "F2")
+    scale_colour_manual(values = aqm_colours) + labs(x = "latency (s)", y = "density", title = "F2 latency density") +
+    facet_scen(fl) + theme_favorlab()
+  save_fig(p, out, "F2", data = fl[, .(scen, aqm, load, replication, flow_id, L, latency)])
 }

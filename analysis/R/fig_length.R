@@ -1,11 +1,12 @@
 # Metrics against the flow length L (packets): F8 latency, F17 queueing delay, F18 drop ratio,
 # F20 RTO recovery ratio, F21 P(Favor|S=s), F22 push-out share of drops.
+# Loads pooled, as the paper's ten-averaged figures; every AQM on the same flows (common_flows).
 by_length <- function(fl, metric) {
   fl[, cls := length_class(L)]
-  fl[, .(v = metric(.SD), n = .N), by = .(aqm, cls)][!is.na(v)]
+  fl[, .(v = metric(.SD), n = .N), by = .(scen, aqm, cls)][!is.na(v)]
 }
 length_plot <- function(d, id, ylab, out, paper = NULL, logy = FALSE) {
-  p <- ggplot(d, aes(cls, v, colour = aqm, group = aqm)) + geom_line() + geom_point() +
+  p <- ggplot(d, aes(cls, v, colour = aqm, group = aqm)) + geom_line() + geom_point() + facet_scen(d) +
     scale_colour_manual(values = aqm_colours, na.value = "grey50") +
     labs(x = "flow length (packets)", y = ylab, title = id) + theme_favorlab() +
     theme(axis.text.x = element_text(angle = 45, hjust = 1))
@@ -14,7 +15,7 @@ length_plot <- function(d, id, ylab, out, paper = NULL, logy = FALSE) {
   save_fig(p, out, id)
 }
 length_fig <- function(id, metric, ylab, filter = identity, paper = NULL, logy = FALSE) function(t, out) {
-  fl <- filter(metric_flows(t))
+  fl <- filter(common_flows(metric_flows(t)))
   if (!nrow(fl)) return(skip_fig(id, "no flows"))
   d <- by_length(fl, metric)
   if (!nrow(d)) return(skip_fig(id, "metric undefined on these data (missing captures or favor trace)"))

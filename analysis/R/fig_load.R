@@ -1,18 +1,26 @@
 # Metrics against the load, mean and 95% CI over replications: F3 latency, F4 drop ratio, F19 RTO ratio.
+# Every AQM of a scenario on the same flows (common_flows); the label under each point is the load the
+# schedule really offered in its window (realized_load), which a short Pareto schedule moves far from the
+# configured one.
 by_load <- function(t, metric) {
-  fl <- metric_flows(t)
+  fl <- common_flows(metric_flows(t))
   if (!nrow(fl)) return(NULL)
-  per_run <- fl[, .(v = metric(.SD)), by = .(aqm, load = num(load), replication, bottleneck_mbps)]
-  per_run[, ci95(v), by = .(aqm, load, bottleneck_mbps)]
+  per_run <- fl[, .(v = metric(.SD), flows = .N, realized = num(realized_load[1])),
+                by = .(scen, aqm, load = num(load), replication)]
+  per_run[, c(ci95(v), list(flows = sum(flows), runs = .N, realized_load = mean(realized))), by = .(scen, aqm, load)]
 }
 load_plot <- function(d, id, ylab, out, paper = NULL) {
   p <- ggplot(d, aes(load, mean, colour = aqm)) + geom_line(na.rm = TRUE) + geom_point() +
-    geom_errorbar(aes(ymin = lo, ymax = hi), width = 0.02, na.rm = TRUE) +
-    facet_wrap(~ paste(bottleneck_mbps, "Mb/s"), scales = "free_y") +
+    geom_errorbar(aes(ymin = lo, ymax = hi), width = 0.02, na.rm = TRUE) + facet_scen(d) +
     scale_colour_manual(values = aqm_colours, na.value = "grey50") +
-    labs(x = "load", y = ylab, title = id) + theme_favorlab()
+    labs(x = "configured load (label: realized load)", y = ylab, title = id,
+         caption = "the flows that completed under every AQM of the schedule; bars: 95% CI over replications") +
+    theme_favorlab()
+  if (any(!is.na(d$realized_load)))
+    p <- p + geom_text(data = d[aqm == aqm[1]], aes(label = sprintf("%.2f", realized_load), y = -Inf), vjust = -0.5,
+                       size = 2.5, colour = "grey40", na.rm = TRUE)
   if (!is.null(paper)) p <- p + paper
-  save_fig(p, out, id)
+  save_fig(p, out, id, data = d)
 }
 fig_F3 <- function(t, out) { d <- by_load(t, latency_mean); if (is.null(d)) return(skip_fig("F3", "no flows")); load_plot(d, "F3", "mean latency (s)", out) }
 fig_F4 <- function(t, out) { d <- by_load(t, drop_ratio); if (is.null(d) || all(is.na(d$mean))) return(skip_fig("F4", "no bottleneck captures")); load_plot(d, "F4", "drop ratio", out) }

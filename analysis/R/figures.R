@@ -7,6 +7,8 @@ t <- read_tables(a$tables)
 dir.create(a$out, recursive = TRUE, showWarnings = FALSE)
 if (nrow(t$invalid)) message("invalid runs left out of every figure: ", paste(t$invalid$run_id, collapse = ", "))
 fwrite(t$invalid[, .(run_id, invalid_reasons)], file.path(a$out, "invalid-runs.csv"))
+# the flows every figure leaves out because they did not finish, per scenario, AQM, load and length class
+fwrite(censoring(t), file.path(a$out, "unfinished-flows.csv"))
 for (id in c("F2", "F3", "F4", "F8", "F9", "F10", "F11", "F12", "F13", "F17", "F18", "F19", "F20", "F21", "F22", "F27")) {
   tryCatch(get(paste0("fig_", id))(t, a$out), error = function(e) message(sprintf("skip %s: %s", id, conditionMessage(e))))
 }

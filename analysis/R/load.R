@@ -63,3 +63,14 @@ aqm_is_dt <- function(a) tolower(a) %in% c("droptail", "dt", "pfifo", "fifo", "p
 aqm_is_faq <- function(a) tolower(a) %in% c("favor", "favorqueue", "faq", "p4-favorqueue")
 # The dataplane an AQM runs on: DropTail and FaQ are paired within one (kernel qdiscs, or the P4 switch).
 aqm_dataplane <- function(a) ifelse(startsWith(tolower(a), "p4-"), "p4", "kernel")
+
+# Like with like across AQMs: within each schedule (scenario, load, replication), only the flows that are
+# in the metrics under every AQM of the scenario, so no AQM's numbers lose the flows it was slow on. A
+# schedule where one AQM's run is invalid has no flow in common, so it is left out for every AQM.
+common_flows <- function(fl) {
+  if (!nrow(fl)) return(fl)
+  n_aqm <- fl[, .(all = uniqueN(aqm)), by = scen]
+  k <- fl[, .(n = uniqueN(aqm)), by = .(scen, load, replication, flow_id)]
+  k <- merge(k, n_aqm, by = "scen")[n == all, .(scen, load, replication, flow_id)]
+  merge(fl, k, by = c("scen", "load", "replication", "flow_id"))
+}

@@ -134,3 +134,22 @@ def test_dataplane_comparison_pairs_kernel_and_p4_runs(results, tmp_path):
     r = subprocess.run(["Rscript", "analysis/R/compare_dataplanes.R", "--kernel", str(p4), "--p4",
                         str(results / "tables"), "--out", str(tmp_path / "x.csv")], cwd=ROOT, capture_output=True, text=True)
     assert r.returncode != 0 and "fix: --kernel results/quick/tables" in r.stderr
+
+
+@need_r
+def test_figure_tables_hold_the_known_answers(results):
+    """Each figure writes what it draws beside it; on the crafted runs the values are known: DropTail and FaQ
+    replay the same six in-window flows, five finish (flow 6 is cut by the capture's end)."""
+    import csv
+    d = results
+    subprocess.run(["Rscript", "analysis/R/figures.R", "--tables", str(d / "tables"), "--out", str(d / "figures")],
+                   cwd=ROOT, check=True, capture_output=True)
+    f3 = list(csv.DictReader(open(d / "figures" / "F3.csv")))
+    # FaQ's replication 1 is invalid: that schedule is left out for DropTail too, so one run per AQM remains
+    assert {(r["aqm"], r["runs"], r["flows"]) for r in f3} == {("droptail", "1", "5"), ("favor", "1", "5")}
+    assert len({r["mean"] for r in f3}) == 1                      # the same flows, the same outcome
+    f10 = list(csv.DictReader(open(d / "figures" / "F10.csv")))
+    assert len(f10) == 5 and all(float(r["delta"]) == 0 for r in f10)
+    cens = [r for r in csv.DictReader(open(d / "figures" / "unfinished-flows.csv"))]
+    assert sum(int(r["unfinished"]) for r in cens) == 3           # flow 6 in each of the 3 valid runs
+    assert sum(int(r["flows"]) for r in cens) == 18
