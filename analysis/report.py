@@ -105,7 +105,7 @@ def provenance(results, runs, tables):
              ("tc / tcpdump / Mininet / Python", " | ".join(distinct(m.get(k) for m in mans) for k in ("tc", "tcpdump", "mininet", "python"))),
              ("testbed hosts", distinct(m.get("hostname") for m in mans)),
              ("accelerator (KVM or TCG)", distinct(m.get("accel") for m in mans)),
-             ("runs started", distinct([min((m.get("start_utc", "") for m in mans), default=""),
+             ("first run started, last run ended", distinct([min((m.get("start_utc", "") for m in mans), default=""),
                                         max((m.get("end_utc", "") for m in mans), default="")]))]
     return "<table>" + "".join(f"<tr><th>{html.escape(k)}</th><td>{html.escape(v)}</td></tr>" for k, v in facts) + "</table>"
 
