@@ -125,3 +125,13 @@ def test_fidelity_thresholds_default_and_override(tmp_path):
     p.write_text(yaml.safe_dump(cfg))
     with pytest.raises(favorconf.ConfigError, match="rate_min_share"):
         favorconf.load(p)
+
+
+def test_config_strings_reach_the_shell_as_one_word(tmp_path):
+    """Inventory and host strings come from the user's config: a quote or `;` in them must not run anything."""
+    import json
+    tb = {"kind": "ssh", "inventory": "inv'; touch " + str(tmp_path / "pwned") + "; echo '", "host": "h$(id)"}
+    out = subprocess.run(["bash", "-c", f"echo {favorconf.shell_json(tb)}"], capture_output=True, text=True).stdout
+    assert json.loads(out) == tb and not (tmp_path / "pwned").exists()
+    rules = (REPO / "workflow" / "rules" / "testbed.smk").read_text()
+    assert "'{tb}'" not in rules and rules.count("favorconf.shell_json(") == 3

@@ -105,6 +105,11 @@ static int favor_parse_opt(struct qdisc_util *qu, int argc, char **argv, struct 
 		} else if (strcmp(*argv, "pushout") == 0) {
 			nopushout = 0;
 		} else if (strcmp(*argv, "flowkey") == 0) {
+			/* a second flowkey would otherwise keep the first value when its word is unknown */
+			if (flowkey >= 0) {
+				fprintf(stderr, "favor: \"flowkey\" given twice\n");
+				return -1;
+			}
 			if (--argc == 0) {
 				fprintf(stderr, "favor: \"flowkey\" needs one of 5tuple, addrs, dst, src\n");
 				return -1;

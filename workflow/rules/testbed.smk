@@ -25,15 +25,15 @@ rule run:
         spec_dir.mkdir(parents=True, exist_ok=True)
         (spec_dir / "run.json").write_text(json.dumps(params.spec, indent=2) + "\n")
         shell(
-            "{PY} workflow/scripts/run_one.py --testbed '{tb}' --spec {spec} --schedule {input.schedule}"
+            "{PY} workflow/scripts/run_one.py --testbed {tb} --spec {spec} --schedule {input.schedule}"
             " --run-dir {output} 2>&1 | tee -a {log}; exit ${{PIPESTATUS[0]}}",
-            tb=json.dumps(params.testbed), spec=spec_dir / "run.json",
+            tb=favorconf.shell_json(params.testbed), spec=spec_dir / "run.json",
         )
 
 
 onsuccess:
-    shell("{PY} workflow/scripts/testbed_ctl.py down --testbed '{tb}' || true", tb=json.dumps(CFG["testbed"]))
+    shell("{PY} workflow/scripts/testbed_ctl.py down --testbed {tb} || true", tb=favorconf.shell_json(CFG["testbed"]))
 
 
 onerror:
-    shell("{PY} workflow/scripts/testbed_ctl.py down --testbed '{tb}' || true", tb=json.dumps(CFG["testbed"]))
+    shell("{PY} workflow/scripts/testbed_ctl.py down --testbed {tb} || true", tb=favorconf.shell_json(CFG["testbed"]))

@@ -8,6 +8,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import shlex
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -228,6 +229,12 @@ def run_spec(cfg: dict, run: Run) -> dict:
         "trace_favor": bool(cfg["trace_favor"]),
         "fidelity": cfg["fidelity"],
     }
+
+
+def shell_json(value) -> str:
+    """A config section as one shell word: its strings (inventory paths, host names) come from the user's
+    config and may hold quotes or `;`, so they are quoted for the shell, never pasted between quotes."""
+    return shlex.quote(json.dumps(value))
 
 
 def sizes_arg(sizes: dict) -> str:
