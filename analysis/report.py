@@ -51,13 +51,16 @@ def runs_section(rdir):
             spec = _read(os.path.join(d, "run.json"), {})
             man = _read(os.path.join(d, "manifest.json"), {})
             fid = _read(os.path.join(d, "fidelity.json"), {"valid": False, "reasons": ["fidelity.json missing"]})
+            tries = _read(os.path.join(d, "attempts.json"), None) or [{"attempt": 1}]
             aqm = spec.get("aqm", {})
             rows.append(dict(run=rid, aqm=aqm.get("name", "") if isinstance(aqm, dict) else aqm, load=spec.get("load", ""),
                              iw=spec.get("tcp", {}).get("iw", ""), profile=spec.get("tcp", {}).get("profile", ""),
                              rep=spec.get("replication", ""), kernel=man.get("kernel", ""),
                              module=man.get("module", man.get("module_version", "")),
                              start=man.get("start", man.get("start_utc", "")), valid="yes" if fid.get("valid") else "NO",
-                             reasons="; ".join(fid.get("reasons", [])),
+                             reasons="; ".join(fid.get("reasons", [])), attempts=len(tries),
+                             earlier="; ".join(f"{a['attempt']}: {', '.join(a.get('reasons', [])) or 'valid'}"
+                                               for a in tries[:-1]),
                              warnings="; ".join(fid.get("warnings", []))))
     return rows
 
@@ -113,9 +116,11 @@ def provenance(results, runs, tables):
 def summary(v, runs):
     n = Counter(r["status"] for r in v or [])
     valid = sum(r["valid"] == "yes" for r in runs)
+    retried = sum(r["valid"] == "yes" and r["attempts"] > 1 for r in runs)
     claims = ", ".join(f"<b>{n.get(s, 0)}</b> {s}" for s in STATUSES)
     return (f"<p class='summary'>Claims: {claims} (of {len(v or [])} verdict rows).<br>Runs: <b>{valid}</b> valid, "
-            f"<b>{len(runs) - valid}</b> invalid (left out of every figure and claim) of {len(runs)}.</p>")
+            f"<b>{len(runs) - valid}</b> invalid (left out of every figure and claim) of {len(runs)}; "
+            f"valid at the first attempt {valid - retried}, after retries {retried}, never {len(runs) - valid}.</p>")
 
 
 def unfinished_section(tables):
@@ -150,7 +155,7 @@ def render(results):
                  else "<p>verdict.csv missing: run <code>Rscript analysis/R/verdict.R</code>.</p>")
     bad = [r for r in runs if r["valid"] != "yes"]
     parts.append(f"<h2>Invalid runs ({len(bad)}), left out of every figure and of the verdict</h2>")
-    parts.append(table(bad, ["run", "reasons"]) if bad else "<p>none</p>")
+    parts.append(table(bad, ["run", "attempts", "reasons", "earlier"]) if bad else "<p>none</p>")
     parts.append("<h2>Recoveries: ours (captures) vs the senders' nstat counters</h2>")
     parts.append(nstat_section(tables))
     fdir = os.path.join(results, "figures")
@@ -162,7 +167,8 @@ def render(results):
             b = base64.b64encode(fh.read()).decode()
         parts.append(f"<h3>{html.escape(f[:-4])}</h3><img alt='{html.escape(f)}' src='data:image/png;base64,{b}'>")
     parts.append(f"<h2>Runs ({len(runs)}): manifest and fidelity</h2>")
-    parts.append(table(runs, ["run", "aqm", "load", "iw", "profile", "rep", "kernel", "module", "start", "valid", "reasons", "warnings"], None))
+    parts.append(table(runs, ["run", "aqm", "load", "iw", "profile", "rep", "kernel", "module", "start", "valid", "reasons",
+                              "attempts", "earlier", "warnings"], None))
     parts.append("</body></html>")
     return "\n".join(parts)
 

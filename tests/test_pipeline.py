@@ -2,7 +2,9 @@
 
 This is the CI smoke run. It starts the pipeline, interrupts it as soon as the first run directory is
 complete, checks that nothing half-done is visible, restarts it, and checks that the finished run was
-not redone and that the results (run directories, tables, figures, report) are all there.
+not redone and that the results (run directories, tables, figures, report) are all there. The FaQ run's
+first attempt is made invalid on purpose (an idle-RTT tolerance of 0 that no path can meet): the
+pipeline must redo it, keep both attempts, and use the last.
 """
 import csv
 import json
@@ -20,6 +22,7 @@ import yaml
 REPO = Path(__file__).resolve().parents[1]
 NAME = "smoke-ci"
 RESULTS = REPO / "results" / NAME
+FORCED_INVALID = "dumbbell-10M_favor_load0.75_iw2_rep0"
 
 
 def guest_possible() -> str | None:
@@ -45,7 +48,8 @@ def snakemake(cfg: Path, **kw) -> subprocess.Popen:
            "--resources", "testbed=1", "--rerun-incomplete", "--show-failed-logs"]
     # unbuffered: the test watches the log for Snakemake's "Finished jobid" lines as they happen (with
     # the log a file, Python buffered them, the test missed the first run and saw the whole pipeline end)
-    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+    env = {**os.environ, "PYTHONUNBUFFERED": "1",
+           "FAVORLAB_TEST_FIRST_ATTEMPT": json.dumps({"run_id": FORCED_INVALID, "fidelity": {"rtt_tolerance_ms": 0}})}
     return subprocess.Popen(cmd, cwd=REPO, start_new_session=True, env=env, **kw)
 
 
@@ -127,6 +131,18 @@ def test_smoke_pipeline_interrupted_and_resumed(tmp_path):
     trace = [l for l in (runs[1] / "qdisc" / "favor-trace.csv").read_text().splitlines() if not l.startswith("#")]
     assert len(trace) > 10 and "verdict" in trace[0], trace[:3]
 
+    # 3b. the forced-invalid first attempt was redone; both attempts are kept and the last one is the run
+    faq = RESULTS / "runs" / FORCED_INVALID
+    tries = json.loads((faq / "attempts.json").read_text())
+    assert len(tries) >= 2 and tries[0]["valid"] is False and any(r.startswith("rtt_") for r in tries[0]["reasons"]), tries
+    first_try = json.loads((faq / "attempts" / "1" / "run.json").read_text())
+    assert first_try["fidelity"]["rtt_tolerance_ms"] == 0 and (faq / "attempts" / "1" / "pcap" / "bneck-in.pcap").exists()
+    assert json.loads((faq / "run.json").read_text())["fidelity"]["rtt_tolerance_ms"] == 3
+    assert tries[-1]["valid"] == json.loads((faq / "fidelity.json").read_text())["valid"]
+    with open(RESULTS / "tables" / FORCED_INVALID / "run.csv", newline="") as f:
+        assert next(csv.DictReader(f))["valid"] == str(int(tries[-1]["valid"]))    # the tables use the last
+    assert not (RESULTS / "attempts").exists() or not any((RESULTS / "attempts").iterdir())
+
     # 4. analysis outputs
     for d in runs:
         flows = RESULTS / "tables" / d.name / "flows.csv"
@@ -140,4 +156,4 @@ def test_smoke_pipeline_interrupted_and_resumed(tmp_path):
     assert [r["claim"] for r in verdict] == [f"C{i}" for i in range(1, 19)], verdict
     assert any(r["status"] != "not run" for r in verdict), "the smoke runs decide no claim at all"
     report = (RESULTS / "report.html").read_text()
-    assert "verdict.csv missing" not in report and "C11" in report
+    assert "verdict.csv missing" not in report and "C11" in report and "after retries" in report

@@ -59,8 +59,12 @@ def test_report_embeds_figures_verdict_and_invalid_runs(results):
                    capture_output=True)
     subprocess.run(["Rscript", "analysis/R/verdict.R", "--tables", str(d / "tables"), "--out", str(d / "verdict.csv")], cwd=ROOT,
                    check=True, capture_output=True)
+    import json
+    (d / "runs" / "dumbbell_droptail_load0.5_rep0" / "attempts.json").write_text(json.dumps(
+        [{"attempt": 1, "valid": False, "reasons": ["cpu_busy: 40% of samples"]}, {"attempt": 2, "valid": True, "reasons": []}]))
     report.main(["--results", str(d), "--out", str(d / "report.html")])
     h = (d / "report.html").read_text()
+    assert "valid at the first attempt 2, after retries 1, never 1" in h and "1: cpu_busy: 40% of samples" in h
     assert h.count("data:image/png;base64,") >= 5
     assert "<td>C18</td>" in h and "Invalid runs (1)" in h and "rate off" in h
     # the top says what stands behind the verdict: counts, provenance, unfinished flows

@@ -1,6 +1,8 @@
 # Runs execute one at a time per testbed (resource `testbed`); each brings back a complete run
 # directory or nothing: the runner works in <run_id>.partial and renames it only when DONE is written,
-# so an interrupted pipeline resumes without redoing finished runs or counting half-finished ones.
+# so an interrupted pipeline resumes without redoing finished runs or counting half-finished ones. A run
+# whose fidelity report says invalid is made again, up to the config's `attempts`, every attempt kept
+# (workflow/scripts/run_one.py).
 import json
 
 
@@ -26,7 +28,7 @@ rule run:
         (spec_dir / "run.json").write_text(json.dumps(params.spec, indent=2) + "\n")
         shell(
             "{PY} workflow/scripts/run_one.py --testbed {tb} --spec {spec} --schedule {input.schedule}"
-            " --run-dir {output} 2>&1 | tee -a {log}; exit ${{PIPESTATUS[0]}}",
+            " --run-dir {output} --attempts {CFG[attempts]} 2>&1 | tee -a {log}; exit ${{PIPESTATUS[0]}}",
             tb=favorconf.shell_json(params.testbed), spec=spec_dir / "run.json",
         )
 

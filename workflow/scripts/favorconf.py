@@ -25,6 +25,7 @@ DEFAULTS = {
     "drain_s": 20,
     "capture": {"snaplen": 128},
     "trace_favor": True,
+    "attempts": 3,
 }
 # the runner's validity thresholds (testbed/runner/run.py); a config may loosen them for a dataplane with a
 # known, stated overhead (config/p4-quick.yaml)

@@ -1,0 +1,82 @@
+"""Invalid runs are redone (workflow/scripts/run_one.py): up to `attempts`, every attempt kept, the valid
+one used, and an interrupted job resumes from the attempts it already has. The testbed is a stand-in here
+(a function that writes a run directory with a chosen fidelity verdict); tests/test_pipeline.py does the
+same through the real guest."""
+import json
+
+import pytest
+
+import run_one
+
+
+def fake_testbed(verdicts, calls):
+    """run_once that makes attempt n valid or not as verdicts[n - 1] says, recording what it was given."""
+    def run_once(spec, dest):
+        calls.append((dest.name, spec.get("fidelity")))
+        ok = verdicts[len(calls) - 1]
+        dest.mkdir(parents=True)
+        (dest / "DONE").write_text("")
+        (dest / "fidelity.json").write_text(json.dumps({"valid": ok, "reasons": [] if ok else [f"cpu_busy #{dest.name}"]}))
+        return 0
+    return run_once
+
+
+SPEC = {"run_id": "dumbbell-10M_favor_load0.95_iw2_rep0", "fidelity": {"rate_min_share": 0.9}}
+
+
+def test_invalid_first_attempt_is_redone_and_kept(tmp_path):
+    calls = []
+    run_dir, staging = tmp_path / "runs" / SPEC["run_id"], tmp_path / "attempts" / SPEC["run_id"]
+    assert run_one.run_attempts(fake_testbed([False, True], calls), SPEC, staging, run_dir, 3) == 0
+    assert [c[0] for c in calls] == ["1", "2"]
+    assert json.loads((run_dir / "fidelity.json").read_text())["valid"] is True          # the valid one is used
+    assert json.loads((run_dir / "attempts" / "1" / "fidelity.json").read_text())["valid"] is False   # kept
+    assert json.loads((run_dir / "attempts.json").read_text()) == [
+        {"attempt": 1, "valid": False, "reasons": ["cpu_busy #1"]}, {"attempt": 2, "valid": True, "reasons": []}]
+    assert not staging.exists()
+
+
+def test_still_invalid_after_all_attempts_stays_invalid(tmp_path):
+    calls = []
+    run_dir = tmp_path / "runs" / "r"
+    assert run_one.run_attempts(fake_testbed([False] * 5, calls), dict(SPEC, run_id="r"), tmp_path / "st", run_dir, 3) == 0
+    assert len(calls) == 3
+    assert sorted(p.name for p in (run_dir / "attempts").iterdir()) == ["1", "2"]
+    assert [a["valid"] for a in json.loads((run_dir / "attempts.json").read_text())] == [False] * 3
+
+
+def test_interrupted_job_resumes_from_its_attempts(tmp_path):
+    """Attempt 1 came back invalid before the interruption; attempt 2 was cut off (only .partial): the
+    resumed job counts attempt 1, redoes attempt 2 and does not start over."""
+    staging, run_dir = tmp_path / "st", tmp_path / "runs" / "r"
+    fake_testbed([False], [])({}, staging / "1")
+    (staging / "2.partial").mkdir()
+    calls = []
+    assert run_one.run_attempts(fake_testbed([True], calls), dict(SPEC, run_id="r"), staging, run_dir, 3) == 0
+    assert [c[0] for c in calls] == ["2"]
+    assert [a["attempt"] for a in json.loads((run_dir / "attempts.json").read_text())] == [1, 2]
+    # interrupted after the last attempt came back valid but before the rename: nothing is run again
+    staging2, run_dir2 = tmp_path / "st2", tmp_path / "runs" / "r2"
+    fake_testbed([True], [])({}, staging2 / "1")
+    calls = []
+    assert run_one.run_attempts(fake_testbed([], calls), dict(SPEC, run_id="r2"), staging2, run_dir2, 3) == 0
+    assert calls == [] and (run_dir2 / "DONE").exists()
+
+
+def test_a_failing_attempt_fails_the_job_and_keeps_what_came_back(tmp_path):
+    staging = tmp_path / "st"
+    ok = fake_testbed([False], [])
+    calls = []
+
+    def flaky(spec, dest):
+        calls.append(dest.name)
+        return ok(spec, dest) if dest.name == "1" else 255      # the testbed died during attempt 2
+    assert run_one.run_attempts(flaky, dict(SPEC, run_id="r"), staging, tmp_path / "runs" / "r", 3) == 255
+    assert not (tmp_path / "runs" / "r").exists() and run_one.finished_attempts(staging) == [1]
+
+
+def test_test_hook_tightens_only_the_named_runs_first_attempt(monkeypatch):
+    monkeypatch.setenv(run_one.TEST_HOOK, json.dumps({"run_id": SPEC["run_id"], "fidelity": {"rate_min_share": 1.0}}))
+    assert run_one.attempt_spec(SPEC, 1)["fidelity"] == {"rate_min_share": 1.0}
+    assert run_one.attempt_spec(SPEC, 2) == SPEC
+    assert run_one.attempt_spec(dict(SPEC, run_id="other"), 1)["fidelity"] == {"rate_min_share": 0.9}
