@@ -510,11 +510,50 @@ def run_row(spec, fid, flows, nst, rundir, window, fav_unaligned, bneck):
     if not bneck:
         row["ours_syn_drops_bneck"] = ""
     row["fav_unaligned_flows"] = fav_unaligned
+    row.update(steady_state(flows, run_t0(rundir, flows), window))
     for k in NSTAT_KEYS:
         row["nstat_" + k] = nst[k] if nst is not None else ""
     for f in flows:
         f["run_id"] = row["run_id"]
     return row
+
+
+STEADY_NOISE = 2.0   # a window is steady when N(t) rises by at most this many sd of its own noise
+
+
+def steady_state(flows, t0, window):
+    """Flows in the system over the measurement window, and whether that number held steady.
+
+    N(t) counts forward flows whose first SYN was sent at or before t and whose last byte had not arrived
+    (a flow that never finished stays in), sampled once a second across the window (times relative to
+    the run's t0). A least-squares line through the samples gives the drift, its rise across the window;
+    the run is steady when the drift is at most STEADY_NOISE standard deviations of the samples around
+    the line: a queue of flows that keeps building (load above what the testbed carries, or a window too
+    short for the load) rises well above the noise of a stable one."""
+    fw = [f for f in flows if f["seen"] and f["direction"] == "forward" and f["syn_t"] not in (None, "")]
+    ts = [window[0] + k for k in range(int(window[1] - window[0]) + 1)]
+    if not fw or len(ts) < 3:
+        return dict(in_system_mean="", in_system_drift="", in_system_noise_sd="", steady="")
+    starts = sorted(f["syn_t"] - t0 for f in fw)
+    ends = sorted(f["done_t"] - t0 for f in fw if f["done_t"] not in (None, ""))
+    n = [bisect.bisect_right(starts, t) - bisect.bisect_right(ends, t) for t in ts]
+    tm, nm = sum(ts) / len(ts), sum(n) / len(n)
+    slope = sum((t - tm) * (x - nm) for t, x in zip(ts, n)) / sum((t - tm) ** 2 for t in ts)
+    resid = [x - (nm + slope * (t - tm)) for t, x in zip(ts, n)]
+    sd = (sum(r * r for r in resid) / (len(resid) - 2)) ** 0.5
+    drift = slope * (ts[-1] - ts[0])
+    return dict(in_system_mean=round(nm, 2), in_system_drift=round(drift, 2), in_system_noise_sd=round(sd, 2),
+                steady=int(drift <= STEADY_NOISE * max(sd, 1.0)))
+
+
+def run_t0(rundir, flows):
+    """The run's t0 on the testbed clock: manifest.json's t0_unix, else the earliest SYN minus its
+    scheduled start (a flow starts at t0 + start_s, late if anything)."""
+    t0 = (load_json(os.path.join(rundir, "manifest.json"), {}) or {}).get("t0_unix")
+    if t0 is not None:
+        return float(t0)
+    lead = [f["syn_t"] - f["start_s"] for f in flows if f["seen"] and f["syn_t"] not in (None, "") and f["start_s"] != ""]
+    return min(lead) if lead else 0.0
 
 
 def write_csv(path, rows, cols):

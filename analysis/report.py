@@ -129,13 +129,19 @@ def unfinished_section(tables):
     if not rows:
         return "<p>these tables predate the unfinished-flow counts: run the extraction again</p>"
     cols = ["aqm", "load", "realized_load", "valid", "flows_window", "flows_unfinished", "unfinished_share",
-            "unfinished_bytes_share"]
+            "unfinished_bytes_share", "in_system_mean", "in_system_drift", "in_system_noise_sd", "steady"]
+    unsteady = [f"{r['aqm']} at load {r['load']}" for r in rows if r.get("steady") == "0"]
     fmt = [{k: (f"{float(r[k]):.3g}" if k in ("realized_load", "unfinished_share", "unfinished_bytes_share") and r.get(k)
                 else r.get(k, "")) for k in cols} for r in sorted(rows, key=lambda r: (r["aqm"], float(r["load"] or 0)))]
     return ("<p>Window: flows scheduled to start in [warm-up, duration) of each run; a flow that had not received "
             "its last byte when the capture ended (drain included) is unfinished. Comparisons between AQMs use "
             "the flows that finished under both; these are the ones they leave out. <code>realized_load</code> is "
-            "what the schedule offered in the window (configured: <code>load</code>).</p>" + table(fmt, cols))
+            "what the schedule offered in the window (configured: <code>load</code>). <code>steady</code>: the "
+            "number of flows in the system did not rise across the window by more than twice its noise "
+            "(least-squares line through once-a-second samples; <code>in_system_drift</code> is its rise); "
+            "a run that is not steady never reached the steady state the paper measures.</p>"
+            + (f"<p><b>Not steady: {len(unsteady)} run(s)</b>: " + html.escape(", ".join(unsteady)) + "</p>" if unsteady else "")
+            + table(fmt, cols))
 
 
 def render(results):
@@ -146,7 +152,8 @@ def render(results):
     tables = run_tables(os.path.join(results, "tables"))
     parts.append(summary(v, runs))
     parts.append("<h2>Provenance</h2>" + provenance(results, runs, tables))
-    parts.append("<h2>Unfinished flows (left out of every DropTail/FaQ comparison)</h2>" + unfinished_section(tables))
+    parts.append("<h2>The measurement window: unfinished flows (left out of every DropTail/FaQ comparison) and "
+                 "steady state</h2>" + unfinished_section(tables))
     parts.append("<h2>Verdict (analysis/claims.yaml; docs/paper-targets.md)</h2>")
     parts.append("<p>Each claim is judged on one scenario with the test and minimum sample it states; intervals "
                  "are 95 %. <i>insufficient data</i>: too few flows, or an interval that does not decide.</p>")

@@ -265,3 +265,22 @@ def test_syn_loss_located_at_bottleneck_or_reverse_path(tables, tmp_path):
     assert (by[0]["syn_retrans"], by[0]["syn_drops_bneck"], by[0]["synack_retrans"]) == (1, 0, 1)
     assert (syn_only["syn_retrans"], syn_only["syn_drops_bneck"], syn_only["synack_retrans"]) == (2, 3, "")
     assert (row["ours_syn_drops_bneck"], row["ours_synack_retrans"], row["ours_syn_retrans"]) == (3, 1, 3)
+
+
+def _flow(start, end):
+    return {"seen": 1, "direction": "forward", "syn_t": 1000.0 + start, "done_t": "" if end is None else 1000.0 + end}
+
+
+def test_steady_state_tells_a_stable_system_from_a_building_backlog():
+    # one flow a second, each lasting 5 s: about 5 in the system throughout the window [10, 40)
+    stable = [_flow(s, s + 5) for s in range(0, 40)]
+    r = ex.steady_state(stable, 1000.0, (10.0, 40.0))
+    assert r["steady"] == 1 and r["in_system_mean"] == pytest.approx(5, abs=1) and abs(r["in_system_drift"]) < 1
+    # two a second, each lasting longer the later it starts (the testbed falls behind): N climbs
+    building = [_flow(s / 2, s / 2 + 1 + s / 4) for s in range(0, 80)]
+    r = ex.steady_state(building, 1000.0, (10.0, 40.0))
+    assert r["steady"] == 0 and r["in_system_drift"] > 15
+    # flows that never finish stay in the system: a run that stalls is not steady
+    stalled = stable[:20] + [_flow(s, None) for s in range(20, 40)]
+    assert ex.steady_state(stalled, 1000.0, (10.0, 40.0))["steady"] == 0
+    assert ex.steady_state([], 1000.0, (10.0, 40.0))["steady"] == ""

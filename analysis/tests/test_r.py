@@ -71,7 +71,7 @@ def test_report_embeds_figures_verdict_and_invalid_runs(results):
     top = h[:h.index("<h2>Verdict")]
     assert "<b>3</b> valid, <b>1</b> invalid" in top and "<b>0</b> holds" in top and "insufficient data" in top
     assert "favorlab commit" in top and "test" in top          # config name and guest kernel of the runs
-    assert "Unfinished flows" in top and "<th>flows_unfinished</th>" in top
+    assert "unfinished flows" in top and "<th>flows_unfinished</th>" in top and "<th>steady</th>" in top
     assert "nstat_TcpExtTCPTimeouts" in h
     assert "src='figures/" not in h  # self-contained
 
