@@ -61,7 +61,7 @@ def runs_section(rdir):
                              reasons="; ".join(fid.get("reasons", [])), attempts=len(tries),
                              earlier="; ".join(f"{a['attempt']}: {', '.join(a.get('reasons', [])) or 'valid'}"
                                                for a in tries[:-1]),
-                             warnings="; ".join(fid.get("warnings", []))))
+                             warnings="; ".join(fid.get("warnings", [])), manifest=man))
     return rows
 
 
@@ -91,12 +91,12 @@ def favorlab_commit():
     return head + (" with uncommitted changes" if git("status", "--porcelain", "--untracked-files=no") else "")
 
 
-def provenance(results, runs, tables):
+def provenance(runs, tables):
     """Where the numbers come from: one line per fact, the distinct values over all runs."""
     def distinct(vals):
         v = sorted({str(x) for x in vals if x not in (None, "")})
         return ", ".join(v) if v else "not recorded"
-    mans = [_read(os.path.join(results, "runs", r["run"], "manifest.json"), {}) for r in runs]
+    mans = [r["manifest"] for r in runs]
     scen = [" ".join(str(t.get(k, "")) for k in ("topology", "bottleneck_mbps", "buffer_pkts", "iw", "profile", "cc",
                                                  "size_dist", "size_mean_pkts", "dataplane")) for t in tables]
     facts = [("favorlab commit", favorlab_commit()),
@@ -151,7 +151,7 @@ def render(results):
     runs = runs_section(os.path.join(results, "runs"))
     tables = run_tables(os.path.join(results, "tables"))
     parts.append(summary(v, runs))
-    parts.append("<h2>Provenance</h2>" + provenance(results, runs, tables))
+    parts.append("<h2>Provenance</h2>" + provenance(runs, tables))
     parts.append("<h2>The measurement window: unfinished flows (left out of every DropTail/FaQ comparison) and "
                  "steady state</h2>" + unfinished_section(tables))
     parts.append("<h2>Verdict (analysis/claims.yaml; docs/paper-targets.md)</h2>")

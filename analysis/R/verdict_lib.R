@@ -76,6 +76,8 @@ side <- function(p, s) {
   cols <- grep(paste0("\\.", s, "$"), names(p), value = TRUE)
   setNames(as.list(p)[cols], sub(paste0("\\.", s, "$"), "", cols))
 }
+# DropTail's mean latency minus FaQ's on a pair table (positive: FaQ faster).
+lat_gain <- function(d) latency_mean(side(d, "a")) - latency_mean(side(d, "b"))
 # The same flows with the same outcome under both AQMs: a pairing error or one run given twice.
 identical_sides <- function(p) nrow(p) > 0 && isTRUE(all(p$latency_s.a == p$latency_s.b)) &&
   (!"drops.a" %in% names(p) || isTRUE(all(p$drops.a == p$drops.b)))
@@ -230,8 +232,7 @@ per_load <- function(cl, p, ctx, test_of_load) {
 }
 claim_C4 <- function(cl, p, ctx) per_load(cl, p[num(load) >= cl$from_load], list(runs = ctx$runs[num(load) >= cl$from_load]),
   function(ld, x) {
-    ci <- boot_ci(x, function(d) c(latency_mean(side(d, "a")) - latency_mean(side(d, "b")),
-                                   drop_ratio(side(d, "a")) - drop_ratio(side(d, "b"))))
+    ci <- boot_ci(x, function(d) c(lat_gain(d), drop_ratio(side(d, "a")) - drop_ratio(side(d, "b"))))
     s <- c(better_status(ci$lo[1], ci$hi[1]), no_worse_status(ci$lo[2], ci$hi[2]))
     list(status = combine(s), text = sprintf("%g: latency DT-FaQ %+.3f s %s, drops DT-FaQ %s %s", ld, ci$est[1],
                                              fmt_ci(ci$lo[1], ci$hi[1], function(v) sprintf("%+.3f", v)), pct(ci$est[2]), fmt_ci(ci$lo[2], ci$hi[2])))
@@ -284,13 +285,14 @@ baseline_claims <- function(cl, t, fl, scen_key) {
   f <- fl[scen == scen_key]
   dt <- f[aqm_is_dt(aqm)]; faq <- f[aqm_is_faq(aqm)]
   # the same run given twice (or a pairing error) says nothing about FaQ, nor about either AQM alone
-  if (nrow(dt) && nrow(faq) && identical_sides(pair_flows(dt, faq)))
+  p_all <- if (nrow(dt) && nrow(faq)) pair_flows(dt, faq) else NULL
+  if (!is.null(p_all) && identical_sides(p_all))
     return(row(cl, scen_key, "", "", "", INSUFF, runs_text(f$run_id),
                "DropTail and FaQ give every paired flow the same outcome: one run given twice, or a pairing error"))
   if (cl$id %in% PAIRED) {
     if (!nrow(dt) || !nrow(faq)) return(row(cl, scen_key, "", "", "", NOTRUN, note = "needs valid DropTail and FaQ runs of this scenario"))
-    src <- if (cl$id == "C11") window_flows(t)[scen == scen_key] else f
-    p <- pair_flows(src[aqm_is_dt(aqm)], src[aqm_is_faq(aqm)])
+    p <- if (cl$id == "C11") { w <- window_flows(t)[scen == scen_key]; pair_flows(w[aqm_is_dt(aqm)], w[aqm_is_faq(aqm)]) }
+         else p_all
     n <- sprintf("%d paired flows", nrow(p))
     note <- censoring_note(t, scen_key, unique(c(dt$aqm, faq$aqm)))
     need <- cl$min_sample$paired_flows
@@ -327,7 +329,6 @@ sweep_claim <- function(cl, t, fl, axis) {
     row(cl, paste(g, "(", axis, "swept)"), r$ours, r$interval, r$n, r$status, runs_text(f$run_id), r$note %||% "")
   })
 }
-lat_gain <- function(d) latency_mean(side(d, "a")) - latency_mean(side(d, "b"))
 claim_C16 <- function(cl, f) {
   sizes <- sort(unique(num(f$buffer_pkts)))
   parts <- lapply(sizes, function(b) {
@@ -346,10 +347,9 @@ claim_C16 <- function(cl, f) {
 }
 claim_C18 <- function(cl, f) {
   by <- c("load", "replication")
-  f[, k := "x"]
   dt2 <- f[aqm_is_dt(aqm) & num(iw) == 2]; dt10 <- f[aqm_is_dt(aqm) & num(iw) == 10]
   fq2 <- f[aqm_is_faq(aqm) & num(iw) == 2]; fq10 <- f[aqm_is_faq(aqm) & num(iw) == 10]
-  pr <- list(dt_iw = pair_flows(dt2, dt10, c("k", by)), iw2 = pair_flows(dt2, fq2, c("k", by)), iw10 = pair_flows(dt10, fq10, c("k", by)))
+  pr <- list(dt_iw = pair_flows(dt2, dt10, by), iw2 = pair_flows(dt2, fq2, by), iw10 = pair_flows(dt10, fq10, by))
   n <- vapply(pr, nrow, 0L)
   if (any(n < cl$min_sample$paired_flows))
     return(list(ours = "", interval = "", n = paste(names(n), n, collapse = ", "), status = INSUFF))
