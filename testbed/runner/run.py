@@ -23,6 +23,7 @@ CPU_BUSY_LIMIT = 0.90     # a run whose guest CPU is busier than this ...
 CPU_BUSY_SUSTAINED = 0.10  # ... for more than this share of its samples is invalid
 RTT_TOLERANCE_MS = 3.0     # defaults of a spec's `fidelity` (favorconf.FIDELITY_DEFAULTS)
 RATE_MIN_SHARE = 0.90
+PROC_SNAPSHOT_EVERY = 5   # seconds between per-process CPU snapshots (one costs ~10 ms of Python per 100 processes)
 PHANTOM_LOSS_MAX = 0.01     # share of favored packets whose phantom (favorqueue.p4) the traffic manager may drop
 
 
@@ -258,6 +259,69 @@ def p4_manifest(sw, mbps: float) -> dict:
     return m
 
 
+# /proc/stat's cpu line, in its order (proc(5)); iowait and steal matter little here but are kept
+CPU_MODES = ("user", "nice", "system", "idle", "iowait", "irq", "softirq", "steal")
+
+
+def cpu_modes() -> list[int]:
+    return [int(x) for x in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:1 + len(CPU_MODES)]]
+
+
+def proc_ticks() -> dict:
+    """utime + stime (clock ticks, all threads) of every live process, keyed by (pid, start time) so that a
+    PID reused between two snapshots is not taken for the same process."""
+    procs = {}
+    for d in Path("/proc").iterdir():
+        if not d.name.isdigit():
+            continue
+        try:
+            stat = (d / "stat").read_text()
+            cmd = (d / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace").strip()
+        except OSError:     # ended between listing and reading
+            continue
+        comm, rest = stat[stat.index("(") + 1:stat.rindex(")")], stat[stat.rindex(")") + 2:].split()
+        # rest[0] is field 3 (state): utime, stime, starttime are fields 14, 15 and 22
+        procs[(int(d.name), rest[19])] = (comm, cmd, int(rest[11]), int(rest[12]))
+    return procs
+
+
+def process_group(comm: str, cmd: str) -> str:
+    """The parts of a run a CPU budget is spent on, named as testbed/README.md's breakdown names them."""
+    for needle, group in (("workloads.client", "workload client"), ("workloads.server", "workload server"),
+                          ("workloads.persistent", "workload persistent"), ("favor_trace", "favor trace"),
+                          ("testbed.runner", "runner")):
+        if needle in cmd:
+            return group
+    if comm == "tcpdump":
+        return "tcpdump"
+    if not cmd:             # kernel threads have no command line: ksoftirqd, kworker, rcu ...
+        return "kernel threads (" + re.sub(r"[/:].*|[\d.]+$", "", comm) + ")"
+    return comm
+
+
+def cpu_breakdown(modes0, modes1, procs0, procs1) -> dict:
+    """Where the guest's CPU went between two snapshots: each /proc/stat mode's share of all CPU time, and
+    each process group's share (user + system time charged to its processes; softirq work done on behalf
+    of the network is charged to whichever process it interrupted, so read the two together)."""
+    dm = [b - a for a, b in zip(modes0, modes1)]
+    total = sum(dm) or 1
+    groups: dict[str, list[int]] = {}
+    for key, (comm, cmd, u1, s1) in procs1.items():
+        u0, s0 = procs0.get(key, (None, None, 0, 0))[2:]
+        g = groups.setdefault(process_group(comm, cmd), [0, 0, 0])
+        g[0] += u1 - u0
+        g[1] += s1 - s0
+        g[2] += 1
+    return {"window_ticks": total, "cpus": os.cpu_count(),
+            "modes": {m: round(d / total, 4) for m, d in zip(CPU_MODES, dm)},
+            "processes": sorted(({"group": k, "user": round(u / total, 4), "system": round(s_ / total, 4),
+                                  "share": round((u + s_) / total, 4), "processes": n}
+                                 for k, (u, s_, n) in groups.items() if u + s_ > 0),
+                                key=lambda r: -r["share"]),
+            "note": "shares of all CPU time of all vCPUs over the traffic window; a process that ended "
+                    f"inside it is counted up to its last snapshot (every {PROC_SNAPSHOT_EVERY} s)"}
+
+
 class CpuSampler(threading.Thread):
     """Guest CPU busy share from /proc/stat, once a second."""
 
@@ -273,8 +337,14 @@ class CpuSampler(threading.Thread):
         return sum(f), idle
 
     def run(self):
+        self.modes0, self.procs0 = cpu_modes(), proc_ticks()
+        self.procs1 = dict(self.procs0)
         t0, i0 = self._read()
+        n = 0
         while not self.halt.wait(1.0):
+            n += 1
+            if n % PROC_SNAPSHOT_EVERY == 0:    # a process that ends between two snapshots keeps its last one
+                self.procs1.update(proc_ticks())
             t1, i1 = self._read()
             if t1 > t0:
                 self.samples.append(1 - (i1 - i0) / (t1 - t0))
@@ -400,6 +470,8 @@ class Run:
         cpu.halt.set()
         cpu.join()
         self.checks.update(cpu.check())
+        cpu.procs1.update(proc_ticks())
+        self.write_json("cpu.json", cpu_breakdown(cpu.modes0, cpu_modes(), cpu.procs0, cpu.procs1))
         time.sleep(1.0)
         self.stop_servers()
         self.stop_trace()

@@ -300,3 +300,30 @@ def test_initial_rto_in_guest(guest):
     out = subprocess.run(["ssh", *ssh.opts, ssh.dest, PROBE_SH.format(repo="/opt/favorlab")],
                          capture_output=True, text=True, timeout=120)
     _assert_rto(*_parse_rto(out.stdout + out.stderr))
+
+
+def test_cpu_breakdown_charges_each_process_group_its_own_ticks():
+    """cpu.json is what testbed/README.md's breakdown is read from: the shares must be each group's ticks
+    over all ticks, a process that started inside the window counted from zero, a reused PID not mixed up."""
+    modes0, modes1 = [100, 0, 50, 850, 0, 0, 0, 0], [400, 0, 150, 1150, 0, 0, 300, 0]   # 1000 ticks
+    procs0 = {(10, "5"): ("python3", "python3 -m workloads.client --host a1", 100, 10),
+              (11, "6"): ("tcpdump", "tcpdump -i a1-eth0", 5, 5),
+              (12, "7"): ("python3", "python3 -m workloads.server", 0, 0)}
+    procs1 = {(10, "5"): ("python3", "python3 -m workloads.client --host a1", 300, 60),
+              (11, "6"): ("tcpdump", "tcpdump -i a1-eth0", 25, 85),
+              (12, "900"): ("python3", "python3 -m workloads.client --host a2", 40, 0),   # same PID, new process
+              (13, "8"): ("ksoftirqd/1", "", 0, 50)}
+    b = runmod.cpu_breakdown(modes0, modes1, procs0, procs1)
+    assert b["window_ticks"] == 1000
+    assert b["modes"]["user"] == 0.3 and b["modes"]["softirq"] == 0.3 and b["modes"]["idle"] == 0.3
+    g = {r["group"]: r for r in b["processes"]}
+    assert g["workload client"]["share"] == round((200 + 50 + 40) / 1000, 4) and g["workload client"]["processes"] == 2
+    assert g["tcpdump"] == {"group": "tcpdump", "user": 0.02, "system": 0.08, "share": 0.1, "processes": 1}
+    assert g["kernel threads (ksoftirqd)"]["share"] == 0.05
+    assert "workload server" not in g      # it ended before the window closed and used nothing in it
+    assert [r["group"] for r in b["processes"]][0] == "workload client"
+
+
+def test_proc_ticks_reads_this_process():
+    me = [v for (pid, _), v in runmod.proc_ticks().items() if pid == os.getpid()]
+    assert len(me) == 1 and me[0][2] + me[0][3] > 0    # pytest has used CPU by now
