@@ -52,6 +52,7 @@ def runs_section(rdir):
             man = _read(os.path.join(d, "manifest.json"), {})
             fid = _read(os.path.join(d, "fidelity.json"), {"valid": False, "reasons": ["fidelity.json missing"]})
             tries = _read(os.path.join(d, "attempts.json"), None) or [{"attempt": 1}]
+            wall = [a["wall_s"] for a in tries if isinstance(a.get("wall_s"), (int, float))]
             aqm = spec.get("aqm", {})
             rows.append(dict(run=rid, aqm=aqm.get("name", "") if isinstance(aqm, dict) else aqm, load=spec.get("load", ""),
                              iw=spec.get("tcp", {}).get("iw", ""), profile=spec.get("tcp", {}).get("profile", ""),
@@ -61,7 +62,10 @@ def runs_section(rdir):
                              reasons="; ".join(fid.get("reasons", [])), attempts=len(tries),
                              earlier="; ".join(f"{a['attempt']}: {', '.join(a.get('reasons', [])) or 'valid'}"
                                                for a in tries[:-1]),
-                             warnings="; ".join(fid.get("warnings", [])), manifest=man))
+                             warnings="; ".join(fid.get("warnings", [])), manifest=man,
+                             wall_s=sum(wall) if len(wall) == len(tries) else None,
+                             cpu=_read(os.path.join(d, "cpu.json"), None),
+                             first_started=min((a["started_utc"] for a in tries if a.get("started_utc")), default="")))
     return rows
 
 
@@ -120,7 +124,27 @@ def summary(v, runs):
     claims = ", ".join(f"<b>{n.get(s, 0)}</b> {s}" for s in STATUSES)
     return (f"<p class='summary'>Claims: {claims} (of {len(v or [])} verdict rows).<br>Runs: <b>{valid}</b> valid, "
             f"<b>{len(runs) - valid}</b> invalid (left out of every figure and claim) of {len(runs)}; "
-            f"valid at the first attempt {valid - retried}, after retries {retried}, never {len(runs) - valid}.</p>")
+            f"valid at the first attempt {valid - retried}, after retries {retried}, never {len(runs) - valid}."
+            f"<br>{wall_time(runs)}</p>")
+
+
+def wall_time(runs, now=None):
+    """The runs' wall time as the controller measured it (every attempt: connect, run, copy back), and the
+    span from the first attempt's start to this report, which adds provisioning and analysis (not the
+    bootstrap or the image build before the first run)."""
+    from datetime import datetime, timezone
+    known = [r for r in runs if r.get("wall_s") is not None]
+    if not known:
+        return "Wall time: not recorded (runs made before favorlab recorded it)."
+    total = sum(r["wall_s"] for r in known)
+    txt = (f"Wall time: <b>{total / 60:.1f} min</b> of runs, all attempts included"
+           + (f" ({len(runs) - len(known)} run(s) without a record left out)" if len(known) < len(runs) else ""))
+    starts = [r["first_started"] for r in known if r.get("first_started")]
+    if starts:
+        now = now or datetime.now(timezone.utc)
+        span = (now - datetime.fromisoformat(min(starts))).total_seconds()
+        txt += f"; <b>{span / 60:.1f} min</b> from the first run's start to this report."
+    return txt
 
 
 def unfinished_section(tables):
@@ -142,6 +166,26 @@ def unfinished_section(tables):
             "a run that is not steady never reached the steady state the paper measures.</p>"
             + (f"<p><b>Not steady: {len(unsteady)} run(s)</b>: " + html.escape(", ".join(unsteady)) + "</p>" if unsteady else "")
             + table(fmt, cols))
+
+
+def cpu_section(runs, top=4):
+    """Per run: the CPU's busy share by mode and the process groups that used most of it. A run invalid on
+    cpu_busy is explained here: the testbed, not the network, ran out."""
+    rows = []
+    for r in runs:
+        c = r.get("cpu")
+        if not c:
+            continue
+        m = c.get("modes", {})
+        rows.append({"run": r["run"], "valid": r["valid"],
+                     "busy": f"{1 - m.get('idle', 0) - m.get('iowait', 0):.0%}",
+                     **{k: f"{m.get(k, 0):.0%}" for k in ("user", "system", "softirq")},
+                     "top process groups": "; ".join(f"{g['group']} {g['share']:.0%}" for g in c.get("processes", [])[:top])})
+    if not rows:
+        return "<p>no cpu.json in these runs (made before the runner recorded it)</p>"
+    return ("<p>Shares of all CPU time of all the testbed's CPUs over the traffic window; softirq is the kernel's "
+            "packet processing, charged to no process.</p>"
+            + table(rows, ["run", "valid", "busy", "user", "system", "softirq", "top process groups"]))
 
 
 def render(results):
@@ -173,6 +217,7 @@ def render(results):
         with open(os.path.join(fdir, f), "rb") as fh:
             b = base64.b64encode(fh.read()).decode()
         parts.append(f"<h3>{html.escape(f[:-4])}</h3><img alt='{html.escape(f)}' src='data:image/png;base64,{b}'>")
+    parts.append("<h2>Where the testbed's CPU went (cpu.json, traffic window)</h2>" + cpu_section(runs))
     parts.append(f"<h2>Runs ({len(runs)}): manifest and fidelity</h2>")
     parts.append(table(runs, ["run", "aqm", "load", "iw", "profile", "rep", "kernel", "module", "start", "valid", "reasons",
                               "attempts", "earlier", "warnings"], None))

@@ -19,6 +19,8 @@ import os
 import shutil
 import subprocess
 import sys
+import time
+from datetime import datetime, timezone
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -54,14 +56,19 @@ def run_attempts(run_once, spec: dict, staging: Path, run_dir: Path, attempts: i
         if done:
             log(f"run: attempt {done[-1]} invalid ({'; '.join(fidelity_of(staging / str(done[-1]))['reasons'])}): "
                 f"attempt {n} of {attempts}")
+        started, t0 = datetime.now(timezone.utc), time.monotonic()
         rc = run_once(attempt_spec(spec, n), staging / str(n))
         if rc != 0:
             return rc
+        # the controller's view of the attempt (connect, copy, run, copy back): what a plan's wall time is made of
+        (staging / str(n) / "controller.json").write_text(json.dumps(
+            {"started_utc": started.isoformat(timespec="seconds"), "wall_s": round(time.monotonic() - t0, 1)}) + "\n")
         done.append(n)
     last = staging / str(done[-1])
     record = []
     for k in done:
-        record.append({"attempt": k, **fidelity_of(staging / str(k))})
+        ctl = staging / str(k) / "controller.json"
+        record.append({"attempt": k, **fidelity_of(staging / str(k)), **(json.loads(ctl.read_text()) if ctl.is_file() else {})})
         if k != done[-1]:
             (last / "attempts").mkdir(exist_ok=True)
             os.replace(staging / str(k), last / "attempts" / str(k))
