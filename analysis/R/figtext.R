@@ -17,7 +17,8 @@ span <- function(x) if (min(x) == max(x)) format(min(x)) else sprintf("%s-%s", m
 # Flows and runs behind each point, e.g. "n = 1234 flows from 10 runs per point and AQM".
 n_note <- function(d, flows = "flows", runs = "runs", per = "per point and AQM") {
   if (!nrow(d) || !all(c("flows", "runs") %in% names(d))) return("")
-  sprintf("n = %s %s from %s %s %s", span(d$flows), flows, span(d$runs), runs, per)
+  count <- function(x, w) paste(span(x), if (max(x) == 1) sub("s$", "", w) else w)
+  sprintf("n = %s from %s %s", count(d$flows, flows), count(d$runs, runs), per)
 }
 # Counts on the points themselves when they differ from point to point (a caption range would hide which).
 n_labels <- function(d, x, y) {

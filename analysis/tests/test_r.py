@@ -78,7 +78,7 @@ def test_report_embeds_figures_verdict_and_invalid_runs(results):
     f3 = h[h.index("<h3>F3</h3>"):]
     f3 = f3[:f3.index("<h3>", 5)]
     assert "<p class='caption'>Paper (Fig. 3): FaQ&#x27;s mean latency stays below" in f3
-    assert "Here: FaQ below DropTail at 0 of 1 loads, equal at 1. n = 5 flows from 1 runs per point and AQM." in f3
+    assert "Here: FaQ below DropTail at 0 of 1 loads, equal at 1. n = 5 flows from 1 run per point and AQM." in f3
 
 
 @need_r
