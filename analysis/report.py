@@ -2,7 +2,7 @@
 
     python -m analysis.report --results results/quick --out results/quick/report.html
 
-Reads RESULTS/verdict.csv, RESULTS/figures/*.png, RESULTS/tables/*/run.csv and
+Reads RESULTS/verdict.csv, RESULTS/figures/*.png with their *.caption.txt, RESULTS/tables/*/run.csv and
 RESULTS/runs/<run_id>/{run.json,manifest.json,fidelity.json}. Opens with what a reader needs to trust the
 rest: provenance (favorlab commit, config, scenarios, software), the verdict's counts, and the flows each
 run left unfinished (which every comparison leaves out).
@@ -21,7 +21,7 @@ from collections import Counter
 STYLE = """body{font-family:sans-serif;max-width:1100px;margin:auto}table{border-collapse:collapse;font-size:13px}
 td,th{border:1px solid #ccc;padding:3px 6px}.holds{background:#d9f2d9}.does-not-hold{background:#f7d4d4}
 .not-run{background:#eee}.insufficient-data{background:#fdf3c8}img{max-width:100%}
-.summary{font-size:15px}"""
+.summary{font-size:15px}.caption{font-size:13px;color:#333;margin-top:2px}"""
 STATUSES = ["holds", "does not hold", "insufficient data", "not run"]
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -188,6 +188,16 @@ def cpu_section(runs, top=4):
             + table(rows, ["run", "valid", "busy", "user", "system", "softirq", "top process groups"]))
 
 
+def figure_caption(stem):
+    """The caption figures.R wrote beside the figure (<id>.caption.txt: the paper's figure, then ours, computed
+    from the figure's own table), or a line saying there is none."""
+    path = stem + ".caption.txt"
+    if not os.path.exists(path):
+        return "<p class='caption'><i>no caption (figures drawn before captions existed: run figures.R again)</i></p>"
+    with open(path) as f:
+        return f"<p class='caption'>{html.escape(f.read().strip())}</p>"
+
+
 def render(results):
     parts = [f"<!doctype html><html><head><meta charset='utf-8'><title>favorlab report</title><style>{STYLE}</style></head><body>",
              f"<h1>favorlab report: {html.escape(os.path.basename(os.path.abspath(results)))}</h1>"]
@@ -216,7 +226,8 @@ def render(results):
     for f in figs:
         with open(os.path.join(fdir, f), "rb") as fh:
             b = base64.b64encode(fh.read()).decode()
-        parts.append(f"<h3>{html.escape(f[:-4])}</h3><img alt='{html.escape(f)}' src='data:image/png;base64,{b}'>")
+        parts.append(f"<h3>{html.escape(f[:-4])}</h3><img alt='{html.escape(f)}' src='data:image/png;base64,{b}'>"
+                     + figure_caption(os.path.join(fdir, f[:-4])))
     parts.append("<h2>Where the testbed's CPU went (cpu.json, traffic window)</h2>" + cpu_section(runs))
     parts.append(f"<h2>Runs ({len(runs)}): manifest and fidelity</h2>")
     parts.append(table(runs, ["run", "aqm", "load", "iw", "profile", "rep", "kernel", "module", "start", "valid", "reasons",

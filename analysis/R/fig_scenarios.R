@@ -3,13 +3,15 @@ fig_F9 <- function(t, out) {
   fl <- common_flows(metric_flows(t))
   if (!nrow(fl)) return(skip_fig("F9", "no flows"))
   fl[, sweep := scenario_key(.SD, "buffer_pkts")]
-  d <- fl[, .(v = latency_mean(.SD), flows = .N), by = .(sweep, aqm, buffer = num(buffer_pkts))]
+  d <- fl[, .(v = latency_mean(.SD), flows = .N, runs = uniqueN(run_id)), by = .(sweep, aqm, buffer = num(buffer_pkts))]
   d <- d[sweep %in% d[, .(n = uniqueN(buffer)), by = sweep][n >= 2]$sweep]
   if (!nrow(d)) return(skip_fig("F9", "needs runs at several buffer sizes of one scenario"))
-  p <- ggplot(d, aes(buffer, v, colour = aqm)) + geom_line() + geom_point() + scale_colour_manual(values = aqm_colours, na.value = "grey50") +
+  n <- n_note(d)
+  p <- ggplot(d, aes(buffer, v, colour = aqm)) + geom_line() + geom_point() + aqm_scale() + n_labels(d, "buffer", "v") +
     (if (length(unique(d$sweep)) > 1) facet_wrap(~ sweep) else NULL) +
-    labs(x = "queue size (packets)", y = "mean latency (s)", title = "F9") + theme_favorlab()
-  save_fig(p, out, "F9", data = d)
+    labs(x = "queue size (packets)", y = "mean latency (s)", title = fig_title("F9"), caption = n) + theme_favorlab()
+  ours <- faq_vs_dt(d[, scen := sweep], "buffer", "v", "buffer", "buffer sizes")
+  save_fig(p, out, "F9", data = d[, !"scen"], caption = fig_caption("F9", ours, n))
 }
 # Number of flows in the system: +1 at the SYN, -1 when the last data byte arrived; a flow that never
 # finished stays in the system to the end of the capture (counting only finished flows would hide the
@@ -22,11 +24,14 @@ fig_F13 <- function(t, out) {
   if (!nrow(fl)) return(skip_fig("F13", "no flows with a SYN in the captures"))
   ev <- rbind(fl[, .(scen, aqm, load, t = num(syn_t), d = 1)], fl[!is.na(num(done_t)), .(scen, aqm, load, t = num(done_t), d = -1)])
   setorder(ev, scen, aqm, load, t)
-  ev[, `:=`(n = cumsum(d), t = t - min(t)), by = .(scen, aqm, load)]
-  p <- ggplot(ev, aes(t, n, colour = aqm)) + geom_step() + facet_wrap(~ paste("load", load)) +
-    scale_colour_manual(values = aqm_colours, na.value = "grey50") +
-    labs(x = "time (s)", y = "flows in the system", title = "F13", caption = "unfinished flows stay counted to the end") + theme_favorlab()
-  save_fig(p, out, "F13", data = ev)
+  ev[, `:=`(n = cumsum(d), t = t - min(t), flows = sum(d == 1), runs = 1L), by = .(scen, aqm, load)]
+  nn <- n_note(unique(ev[, .(flows, runs)]), per = "per curve")
+  peak <- ev[, .(m = max(n)), by = aqm]
+  ours <- sprintf("the most flows in the system at once (any load shown): %s.", per_aqm(setNames(peak$m, peak$aqm)))
+  p <- ggplot(ev, aes(t, n, colour = aqm)) + geom_step() + facet_wrap(~ paste("load", load)) + aqm_scale() +
+    labs(x = "time (s)", y = "flows in the system", title = fig_title("F13"),
+         caption = paste0("unfinished flows stay counted to the end; ", nn)) + theme_favorlab()
+  save_fig(p, out, "F13", data = ev, caption = fig_caption("F13", ours, nn))
 }
 fig_F27 <- function(t, out) {
   fl <- metric_flows(t)
@@ -40,8 +45,11 @@ fig_F27 <- function(t, out) {
   k <- fl[, .(n = uniqueN(aqm_iw)), by = .(scen, load, replication, flow_id)]
   fl <- merge(fl, k[n == max(n), .(scen, load, replication, flow_id)], by = c("scen", "load", "replication", "flow_id"))
   fl[, latency := num(latency_s)]
-  d <- fl[, .(latency = sort(latency), ccdf = 1 - (seq_len(.N) - 1) / .N), by = .(scen, aqm, iw)]
+  d <- fl[, .(latency = sort(latency), ccdf = 1 - (seq_len(.N) - 1) / .N, flows = .N, runs = uniqueN(run_id)), by = .(scen, aqm, iw)]
+  n <- n_note(unique(d[, .(flows, runs)]), per = "per curve")
+  m <- d[, .(v = mean(latency)), by = .(aqm, iw)][order(aqm, num(iw))]
+  ours <- sprintf("mean latency %s.", paste(sprintf("%s at IW %s %.3g s", aqm_label(m$aqm), m$iw, m$v), collapse = ", "))
   p <- ggplot(d, aes(latency, ccdf, colour = aqm, linetype = factor(iw))) + geom_step() + scale_y_log10() + facet_scen(d) +
-    scale_colour_manual(values = aqm_colours, na.value = "grey50") + labs(x = "latency (s)", y = "CCDF", linetype = "IW", title = "F27") + theme_favorlab()
-  save_fig(p, out, "F27", data = d)
+    aqm_scale() + labs(x = "latency (s)", y = "CCDF", linetype = "IW", title = fig_title("F27"), caption = n) + theme_favorlab()
+  save_fig(p, out, "F27", data = d, caption = fig_caption("F27", ours, n))
 }

@@ -74,6 +74,11 @@ def test_report_embeds_figures_verdict_and_invalid_runs(results):
     assert "unfinished flows" in top and "<th>flows_unfinished</th>" in top and "<th>steady</th>" in top
     assert "nstat_TcpExtTCPTimeouts" in h
     assert "src='figures/" not in h  # self-contained
+    # each figure has its caption under it: the paper's figure, then ours from the figure's table
+    f3 = h[h.index("<h3>F3</h3>"):]
+    f3 = f3[:f3.index("<h3>", 5)]
+    assert "<p class='caption'>Paper (Fig. 3): FaQ&#x27;s mean latency stays below" in f3
+    assert "Here: FaQ below DropTail at 0 of 1 loads, equal at 1. n = 5 flows from 1 run per point and AQM." in f3
 
 
 @need_r
@@ -150,10 +155,17 @@ def test_figure_tables_hold_the_known_answers(results):
                    cwd=ROOT, check=True, capture_output=True)
     f3 = list(csv.DictReader(open(d / "figures" / "F3.csv")))
     # FaQ's replication 1 is invalid: that schedule is left out for DropTail too, so one run per AQM remains
-    assert {(r["aqm"], r["runs"], r["flows"]) for r in f3} == {("droptail", "1", "5"), ("favor", "1", "5")}
+    assert {(r["aqm"], r["aqm_name"], r["runs"], r["flows"]) for r in f3} == {("droptail", "DropTail", "1", "5"),
+                                                                             ("favor", "FaQ", "1", "5")}
     assert len({r["mean"] for r in f3}) == 1                      # the same flows, the same outcome
     f10 = list(csv.DictReader(open(d / "figures" / "F10.csv")))
     assert len(f10) == 5 and all(float(r["delta"]) == 0 for r in f10)
+    assert {(r["flows"], r["runs"]) for r in f10} == {("5", "1")}   # 5 flow pairs from 1 DropTail/FaQ run pair
+    # per length (log axis, each class at its flows' geometric mean length): flows 0..4 have 3, 2, 2, 6, 1 packets
+    f8 = list(csv.DictReader(open(d / "figures" / "F8.csv")))
+    assert {(r["aqm_name"], float(r["L_mean"]), r["flows"], r["runs"]) for r in f8} == {
+        (a, L, n, "1") for a in ("DropTail", "FaQ") for L, n in ((1, "1"), (2, "2"), (3, "1"), (6, "1"))}
+    assert "FaQ below DropTail at 0 of 4 length classes, equal at 4" in (d / "figures" / "F8.caption.txt").read_text()
     cens = [r for r in csv.DictReader(open(d / "figures" / "unfinished-flows.csv"))]
     assert sum(int(r["unfinished"]) for r in cens) == 3           # flow 6 in each of the 3 valid runs
     assert sum(int(r["flows"]) for r in cens) == 18

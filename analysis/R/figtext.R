@@ -1,0 +1,57 @@
+# The words on and under the figures: titles (analysis/figures.yaml), the paper's AQM names
+# (config/aqms.yaml), how many flows and runs stand behind each point, and each figure's caption.
+# Captions are computed here, from the very table written beside the figure, so the report only shows them.
+suppressPackageStartupMessages(library(yaml))
+
+FIGURES <- yaml::read_yaml(file.path(favorlab_R_dir, "..", "figures.yaml"))
+AQM_NAMES <- local({
+  a <- yaml::read_yaml(file.path(favorlab_R_dir, "..", "..", "config", "aqms.yaml"))
+  unlist(lapply(a, function(e) if (is.null(e$paper_name)) NA_character_ else e$paper_name))
+})
+
+fig_title <- function(id) sprintf("Fig. %d: %s", FIGURES[[id]]$number, FIGURES[[id]]$title)
+# The paper's name of an AQM key; a key aqms.yaml does not know stays itself, so nothing is mislabelled.
+aqm_label <- function(key) { n <- unname(AQM_NAMES[as.character(key)]); ifelse(is.na(n), as.character(key), n) }
+
+span <- function(x) if (min(x) == max(x)) format(min(x)) else sprintf("%s-%s", min(x), max(x))
+# Flows and runs behind each point, e.g. "n = 1234 flows from 10 runs per point and AQM".
+n_note <- function(d, flows = "flows", runs = "runs", per = "per point and AQM") {
+  if (!nrow(d) || !all(c("flows", "runs") %in% names(d))) return("")
+  count <- function(x, w) paste(span(x), if (max(x) == 1) sub("s$", "", w) else w)
+  sprintf("n = %s from %s %s", count(d$flows, flows), count(d$runs, runs), per)
+}
+# Counts on the points themselves when they differ from point to point (a caption range would hide which).
+n_labels <- function(d, x, y) {
+  if (!nrow(d) || uniqueN(d$flows) == 1) return(NULL)
+  geom_text(data = d, aes(x = .data[[x]], y = .data[[y]], label = flows), size = 2.2, vjust = -0.9,
+            check_overlap = TRUE, show.legend = FALSE, na.rm = TRUE)
+}
+
+# DropTail against FaQ at each x of a figure's table (within a scenario, so a dataplane pairs with itself):
+# at how many x FaQ is lower, its largest lead, and the x where one of the two has no value.
+faq_vs_dt <- function(d, x, y, one, many, fmt = "%.3g") {
+  w <- d[aqm_is_dt(aqm) | aqm_is_faq(aqm), .(scen, x = get(x), role = ifelse(aqm_is_faq(aqm), "faq", "dt"), y = get(y),
+                                              lo = if ("lo" %in% names(d)) lo else NA_real_,
+                                              hi = if ("hi" %in% names(d)) hi else NA_real_)]
+  if (!all(c("dt", "faq") %in% w$role)) return("no DropTail/FaQ pair to compare.")
+  w <- dcast(w, scen + x ~ role, value.var = c("y", "lo", "hi"))
+  ok <- w[!is.na(y_dt) & !is.na(y_faq)]
+  where <- if (uniqueN(w$scen) > 1) sprintf(" (over %d scenarios)", uniqueN(w$scen)) else ""
+  s <- sprintf("FaQ below DropTail at %d of %d %s%s", ok[, sum(y_faq < y_dt)], nrow(ok), many, where)
+  if (ok[, any(y_faq < y_dt)]) {
+    b <- ok[y_faq < y_dt][which.max(y_dt - y_faq)]
+    s <- paste0(s, sprintf(" (largest gap %s at %s %s)", sprintf(fmt, b$y_dt - b$y_faq), one, format(signif(b$x, 3))))
+  }
+  if (ok[, any(y_faq == y_dt)]) s <- paste0(s, sprintf(", equal at %d", ok[, sum(y_faq == y_dt)]))
+  if (ok[, any(!is.na(hi_faq) & !is.na(lo_dt))]) s <- paste0(s, sprintf(", 95 %% intervals apart at %d", ok[, sum(hi_faq < lo_dt, na.rm = TRUE)]))
+  miss <- nrow(w) - nrow(ok)
+  paste0(s, if (miss) sprintf("; %d %s with too few flows under one of them", miss, many) else "", ".")
+}
+# One value per AQM, named the paper's way: "DropTail 0.012, FaQ 0.009" (pct from verdict_lib.R for shares).
+per_aqm <- function(v, f = function(x) sprintf("%.3g", x)) paste(aqm_label(names(v)), f(v), collapse = ", ")
+
+# "Paper (Fig. 3): ... Here: ... n = ...": what the paper's figure shows, then ours.
+fig_caption <- function(id, ours, n = "") {
+  trimws(paste(sprintf("Paper (Fig. %d): %s", FIGURES[[id]]$number, FIGURES[[id]]$paper), "Here:", ours,
+               if (nzchar(n)) paste0(n, ".") else ""))
+}
