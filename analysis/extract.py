@@ -533,7 +533,8 @@ def run_row(spec, fid, flows, nst, rundir, window, fav_unaligned, bneck):
                bytes_window=nbytes,
                unfinished_bytes_share=sum(f["size_bytes"] for f in unfinished) / nbytes if nbytes else "",
                realized_load=8 * nbytes / (float(mbps) * 1e6 * span) if mbps and span > 0 else "")
-    for k in ["syn_retrans", "R", "RTO", "rto_data", "FR", "TLP", "spurious", "syn_drops_bneck", "synack_retrans"]:
+    for k in ["syn_retrans", "R", "RTO", "rto_data", "FR", "TLP", "other_rec", "spurious", "syn_drops_bneck",
+              "synack_retrans"]:
         row["ours_" + k] = sum(int(f[k]) for f in flows if f[k] != "")
     if not bneck:
         row["ours_syn_drops_bneck"] = ""

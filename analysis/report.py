@@ -68,7 +68,7 @@ def runs_section(rdir):
 def nstat_section(rows):
     cols = ["run_id", "valid", "flows_in_metrics", "ours_RTO", "nstat_TcpExtTCPTimeouts", "ours_syn_retrans",
             "nstat_TcpExtTCPSynRetrans", "ours_R", "nstat_TcpRetransSegs", "ours_FR", "nstat_TcpExtTCPFastRetrans",
-            "ours_TLP", "nstat_TcpExtTCPLossProbes"]
+            "ours_TLP", "nstat_TcpExtTCPLossProbes", "ours_other_rec"]
     return table(rows, cols) if rows else "<p>no tables (run <code>python -m analysis.extract</code>)</p>"
 
 

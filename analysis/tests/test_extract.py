@@ -198,7 +198,7 @@ def test_run_csv_carries_the_scenario_columns(tables, tmp_path):
     old = ["run_id", "config_name", "scenario", "aqm", "load", "iw", "profile", "replication", "seed",
            "bottleneck_mbps", "buffer_pkts", "valid", "invalid_reasons", "flows_total", "flows_complete",
            "flows_in_metrics", "flows_unmatched", "ours_syn_retrans", "ours_R", "ours_RTO", "ours_rto_data", "ours_FR",
-           "ours_TLP", "ours_spurious"] + ["nstat_" + k for k in ex.NSTAT_KEYS]
+           "ours_TLP", "ours_other_rec", "ours_spurious"] + ["nstat_" + k for k in ex.NSTAT_KEYS]
     with open(os.path.join(out, "run.csv")) as f:
         assert set(old) <= set(next(csv.reader(f)))
     assert (run["dataplane"], run["cc"], run["size_dist"], run["size_mean_pkts"], run["topology"]) == \
