@@ -54,22 +54,34 @@ def group_connections(pkts):
     TIME_WAIT in long runs); it is the same in the sender's and the receiver's capture. isn is None when
     the capture missed the SYN.
     """
-    conns = defaultdict(list)
-    orient, cur = {}, {}
+    conns = {}
+    orient = {}   # (src, sport, dst, dport) of either direction -> the sender-oriented 4-tuple
+    cur = {}      # sender-oriented 4-tuple -> (isn, its packet list): no key tuple built per packet
     for p in pkts:
-        a, b = (p.src, p.sport), (p.dst, p.dport)
-        k = frozenset((a, b))
-        if k not in orient:
-            if p.flags & SYN and p.flags & ACK:
-                orient[k] = (p.dst, p.dport, p.src, p.sport)
-            elif p.flags & SYN or p.plen > 0:
-                orient[k] = (p.src, p.sport, p.dst, p.dport)
+        k = (p.src, p.sport, p.dst, p.dport)
+        k4 = orient.get(k)
+        if k4 is None:
+            flags = p.flags
+            if flags & SYN and flags & ACK:
+                k4 = (p.dst, p.dport, p.src, p.sport)
+            elif flags & SYN or p.plen > 0:
+                k4 = k
             else:
                 continue
-        k4 = orient[k]
-        if p.flags & SYN and not p.flags & ACK and p.src == k4[0]:
-            cur[k4] = p.seq
-        conns[k4 + (cur.get(k4),)].append(p)
+            orient[k] = orient[(k[2], k[3], k[0], k[1])] = k4
+        c = cur.get(k4)
+        if p.flags & SYN and not p.flags & ACK and p.src == k4[0] and (c is None or c[0] != p.seq):
+            c = None
+            isn = p.seq
+        elif c is None:
+            isn = None
+        if c is None:
+            key = k4 + (isn,)
+            lst = conns.get(key)
+            if lst is None:
+                lst = conns[key] = []
+            c = cur[k4] = (isn, lst)
+        c[1].append(p)
     return conns
 
 
