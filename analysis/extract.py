@@ -157,19 +157,18 @@ def sender_side(pkts, key, profile):
                     cls = "rto"
                 else:
                     cls = "other_rec"
+            else:
+                cls = "rto" if timed_out else None   # backoff inside the episode, else a follow-up
+            if cls:
                 out[cls] += 1
-                if cls == "tlp":
-                    tlp_high, armed = snd_max, t   # tcp_send_loss_probe ends with tcp_rearm_rto
-                else:
-                    episode_end = snd_max
-            elif timed_out:
-                out["rto"] += 1
+            if cls == "tlp":
+                tlp_high = snd_max   # tcp_send_loss_probe ends with tcp_rearm_rto: armed below
+            elif cls:
                 episode_end = snd_max
-            if head:
-                armed = t       # the head's retransmission re-arms the RTO (tcp_xmit_retransmit_queue,
-                                # tcp_retransmit_timer)
-            if timed_out:
-                tlp_high = None  # an RTO ends any probe (tcp_retransmit_timer clears tlp_high_seq)
+            if cls == "rto":
+                tlp_high = None      # an RTO ends any probe (tcp_retransmit_timer clears tlp_high_seq)
+            if head or cls == "tlp":
+                armed = t   # re-sending the head re-arms the RTO (tcp_xmit_retransmit_queue, tcp_retransmit_timer)
             if sdiff(end, snd_max) > 0:
                 snd_max = end
         elif src == rcv and flags & ACK and snd_una is not None:
@@ -185,9 +184,12 @@ def sender_side(pkts, key, profile):
                 # RFC 5681 duplicate ACK; Linux likewise: a changed window sets FLAG_WIN_UPDATE, which is in
                 # FLAG_NOT_DUP, so tcp_ack does not count the ACK as a dupack
                 dupacks += 1
-                if sack and any(sdiff(l, snd_una) > 0 for l, r in sack):
-                    sack_loss = True
-            last_win = win
+            if sack and not sack_loss:
+                # a SACK block above snd_una marks a hole whatever the window (tcp_sacktag_write_queue runs
+                # on every ACK; Linux receivers grow the window on the very ACKs that carry the SACKs)
+                sack_loss = any(sdiff(l, snd_una) > 0 for l, r in sack)
+            if not flags & SYN:
+                last_win = win  # a SYN-ACK's window is not scaled: not comparable
     out["isn"] = isn
     return out
 
