@@ -284,3 +284,10 @@ def test_steady_state_tells_a_stable_system_from_a_building_backlog():
     stalled = stable[:20] + [_flow(s, None) for s in range(20, 40)]
     assert ex.steady_state(stalled, 1000.0, (10.0, 40.0))["steady"] == 0
     assert ex.steady_state([], 1000.0, (10.0, 40.0))["steady"] == ""
+
+
+def test_report_recovery_table_shows_other_rec(tables):
+    from analysis import report
+    run = tables[3]
+    assert run["ours_other_rec"] == "0"
+    assert "<th>ours_other_rec</th>" in report.nstat_section([run])
