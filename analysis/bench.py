@@ -63,7 +63,8 @@ def main(argv=None):
                               "-e", "ip.id", "-e", "tcp.len", "-e", "tcp.flags"], capture_output=True, check=True).stdout
         ts = time.perf_counter() - t
         m = out.count(b"\n")
-        print(f"tshark     : {m} packets in {ts:.2f} s = {m / ts:,.0f} packets/s  (fast reader {ts / fast:.1f}x)")
+        print(f"tshark     : {m} packets in {ts:.2f} s = {m / ts:,.0f} packets/s  (fast reader {ts / fast:.1f}x, "
+              f"full extraction {ts / full:.1f}x)")
     else:
         print("tshark not installed: no comparison (apt-get install tshark)")
     print(f"rerun: python -m analysis.bench --packets {a.packets}" + (f" --pcap {a.pcap}" if a.pcap else ""))

@@ -72,8 +72,10 @@ def runs_section(rdir):
 def nstat_section(rows):
     cols = ["run_id", "valid", "flows_in_metrics", "ours_RTO", "nstat_TcpExtTCPTimeouts", "ours_syn_retrans",
             "nstat_TcpExtTCPSynRetrans", "ours_R", "nstat_TcpRetransSegs", "ours_FR", "nstat_TcpExtTCPFastRetrans",
-            "ours_TLP", "nstat_TcpExtTCPLossProbes"]
-    return table(rows, cols) if rows else "<p>no tables (run <code>python -m analysis.extract</code>)</p>"
+            "ours_TLP", "nstat_TcpExtTCPLossProbes", "ours_other_rec"]
+    note = ("<p><code>ours_other_rec</code>: recovery episodes opened by a retransmission that is neither FR, TLP "
+            "nor RTO (e.g. RACK's reordering-window retransmission); nstat has no counter for them.</p>")
+    return note + table(rows, cols) if rows else "<p>no tables (run <code>python -m analysis.extract</code>)</p>"
 
 
 def run_tables(tdir):

@@ -198,7 +198,7 @@ def test_run_csv_carries_the_scenario_columns(tables, tmp_path):
     old = ["run_id", "config_name", "scenario", "aqm", "load", "iw", "profile", "replication", "seed",
            "bottleneck_mbps", "buffer_pkts", "valid", "invalid_reasons", "flows_total", "flows_complete",
            "flows_in_metrics", "flows_unmatched", "ours_syn_retrans", "ours_R", "ours_RTO", "ours_rto_data", "ours_FR",
-           "ours_TLP", "ours_spurious"] + ["nstat_" + k for k in ex.NSTAT_KEYS]
+           "ours_TLP", "ours_other_rec", "ours_spurious"] + ["nstat_" + k for k in ex.NSTAT_KEYS]
     with open(os.path.join(out, "run.csv")) as f:
         assert set(old) <= set(next(csv.reader(f)))
     assert (run["dataplane"], run["cc"], run["size_dist"], run["size_mean_pkts"], run["topology"]) == \
@@ -284,3 +284,10 @@ def test_steady_state_tells_a_stable_system_from_a_building_backlog():
     stalled = stable[:20] + [_flow(s, None) for s in range(20, 40)]
     assert ex.steady_state(stalled, 1000.0, (10.0, 40.0))["steady"] == 0
     assert ex.steady_state([], 1000.0, (10.0, 40.0))["steady"] == ""
+
+
+def test_report_recovery_table_shows_other_rec(tables):
+    from analysis import report
+    run = tables[3]
+    assert run["ours_other_rec"] == "0"
+    assert "<th>ours_other_rec</th>" in report.nstat_section([run])

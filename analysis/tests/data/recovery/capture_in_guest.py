@@ -1,0 +1,36 @@
+"""Host side: remake the recovery captures in the project's QEMU guest (Debian 12, kernel 6.1).
+
+    python -m analysis.tests.data.recovery.capture_in_guest [CASE ...]     (from the repository root, as root)
+
+Boots a guest named 'recov' (testbed/vm/favorvm; the cached image), copies make_captures.py into it, runs
+it (all cases, or the named ones), copies the pcaps back next to this file and stops the guest, also on
+failure. The expected classes (expected.json) are written by hand from what each case drops, not by
+the classifier; check them again if a case changes.
+"""
+import subprocess
+import sys
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+REPO = HERE.parents[3]
+FAVORVM = REPO / "testbed" / "vm" / "favorvm"
+NAME = "recov"
+
+
+def main(cases):
+    sys.path.insert(0, str(REPO))
+    from testbed import remote
+    subprocess.run([str(FAVORVM), "start", "--name", NAME], check=True)
+    try:
+        ssh = remote.Ssh(**remote.vm_target(NAME))
+        ssh.run("rm -rf /root/recov && mkdir -p /root/recov")
+        ssh.rsync(str(HERE / "make_captures.py"), f"{ssh.dest}:/root/recov/")
+        if ssh.run("cd /root/recov && python3 make_captures.py out " + " ".join(cases), stream=True):
+            raise SystemExit("make_captures.py failed in the guest")
+        ssh.rsync(f"{ssh.dest}:/root/recov/out/", str(HERE) + "/")
+    finally:
+        subprocess.run([str(FAVORVM), "stop", "--name", NAME])
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
