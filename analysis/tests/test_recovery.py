@@ -1,6 +1,7 @@
 """Recovery classification (extract.sender_side) on captures of the guest's real Linux 6.1 TCP.
 
-The captures and the script that made them are in data/recovery (make_captures.py runs inside the guest,
+The captures (kept as text, <case>.pcap.txt, turned back into pcap files here) and the script that made them
+are in data/recovery (make_captures.py runs inside the guest,
 capture_in_guest.py drives it); expected.json says what each case drops and the classes that follow.
 """
 import json
@@ -10,6 +11,7 @@ import pytest
 
 from analysis import extract as ex
 from analysis.pcapread import Pkt, read_pcap, ACK
+from analysis.tests.data.recovery import pcaptext
 
 DATA = os.path.join(os.path.dirname(__file__), "data", "recovery")
 with open(os.path.join(DATA, "expected.json")) as f:
@@ -17,17 +19,20 @@ with open(os.path.join(DATA, "expected.json")) as f:
 KEYS = ["syn_retrans", "retrans", "rto", "fr", "tlp", "other_rec"]
 
 
-def classify(name, profile):
-    conns = ex.group_connections(read_pcap(os.path.join(DATA, name + ".pcap")))
+def classify(name, profile, tmp_path):
+    pcap = tmp_path / (name + ".pcap")
+    with open(os.path.join(DATA, name + ".pcap.txt")) as f:
+        pcap.write_bytes(pcaptext.to_pcap(f.read()))
+    conns = ex.group_connections(read_pcap(str(pcap)))
     assert len(conns) == 1, f"{name}: {len(conns)} connections"
     (key, pkts), = conns.items()
     return ex.sender_side(pkts, key, profile)
 
 
 @pytest.mark.parametrize("name", sorted(EXPECTED))
-def test_real_capture_classes(name):
+def test_real_capture_classes(name, tmp_path):
     exp = EXPECTED[name]
-    got = classify(name, exp["profile"])
+    got = classify(name, exp["profile"], tmp_path)
     assert {k: got[k] for k in KEYS if k in exp} == {k: exp[k] for k in KEYS if k in exp}, exp["why"]
 
 
