@@ -170,3 +170,43 @@ def test_flows_across_network_namespaces(tmp_path, impl):
     finally:
         for ns in made:
             subprocess.run(["ip", "netns", "del", ns], capture_output=True)
+
+
+def test_server_logs_open_flows_as_unfinished_at_sigterm(tmp_path, impl):
+    port = free_port()
+    srv = start_server(tmp_path / "server.csv", "127.0.0.1", port, impl=impl)
+    import struct
+    import time
+    with socket.create_connection(("127.0.0.1", port)) as a, socket.create_connection(("127.0.0.1", port)) as b:
+        a.sendall(struct.pack("!QQ", 7, 100_000) + bytes(1000))     # header and part of the flow
+        b.sendall(b"\0" * 5)                                          # not even the header
+        time.sleep(0.3)
+        out = stop_server(srv)
+    assert "2 flows logged" in out
+    s = {r["flow_id"]: r for r in rows(tmp_path / "server.csv")}
+    assert set(s) == {"7", ""}
+    assert s["7"]["outcome"] == s[""]["outcome"] == "unfinished"
+    assert s["7"]["bytes"] == "1016" and s[""]["bytes"] == "5"
+    assert s["7"]["error"] == "server stopped while the flow was open"
+
+
+def test_client_sigterm_writes_its_log(tmp_path, impl):
+    import json
+    import signal
+    import time
+    small_schedule(tmp_path / "s.csv", n=3, rate=50)
+    with socket.socket() as ls:
+        ls.bind(("127.0.0.1", 0))
+        ls.listen(16)
+        port = ls.getsockname()[1]
+        (tmp_path / "h.json").write_text(json.dumps({"a1": "127.0.0.1", "b1": "127.0.0.1"}))
+        p = subprocess.Popen([*impl.client, "--schedule", str(tmp_path / "s.csv"), "--host", "a1", "--hosts",
+                              str(tmp_path / "h.json"), "--t0", str(time.time()), "--log", str(tmp_path / "c.csv"),
+                              "--port", str(port)], cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        time.sleep(1.0)
+        p.send_signal(signal.SIGTERM)
+        out, err = p.communicate(timeout=20)
+    assert p.returncode == 0, err
+    c = rows(tmp_path / "c.csv")
+    assert [r["outcome"] for r in c] == ["timed_out"] * 3
+    assert all(r["error"] == "still running at --stop-at (or a stop signal)" for r in c)
