@@ -11,10 +11,35 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[2]
 # Debian's python3 has no numpy: running under it proves client and server need the standard library only
 GUEST_PY = "/usr/bin/python3" if os.path.exists("/usr/bin/python3") else shutil.which("python3")
+GO_DIR = REPO / "workloads" / "go"
+GO_BIN = GO_DIR / "bin" / "favorflow"
 
 
-def start_server(log: Path, bind: str, port: int, mode: str = "push", prefix=()):
-    p = subprocess.Popen([*prefix, GUEST_PY, "-s", "-m", "workloads.server", "--bind", bind, "--port", str(port),
+class Impl:
+    """One implementation of the flow client and server: the command prefixes that start them."""
+
+    def __init__(self, name: str, client: list, server: list):
+        self.name, self.client, self.server = name, list(client), list(server)
+
+    def __repr__(self):
+        return self.name
+
+
+PY = Impl("python", [GUEST_PY, "-s", "-m", "workloads.client"], [GUEST_PY, "-s", "-m", "workloads.server"])
+GO = Impl("go", [str(GO_BIN), "client"], [str(GO_BIN), "server"])
+
+
+def build_go() -> str | None:
+    """Build workloads/go/bin/favorflow; None when done, else why it could not be (no `go`)."""
+    if shutil.which("go") is None:
+        return "no `go` on PATH: apt-get install golang-go (Go >= 1.19) to test the Go flow client/server"
+    p = subprocess.run([str(GO_DIR / "build")], capture_output=True, text=True, timeout=600)
+    assert p.returncode == 0, f"workloads/go/build failed:\n{p.stdout}{p.stderr}"
+    return None
+
+
+def start_server(log: Path, bind: str, port: int, mode: str = "push", prefix=(), impl: Impl = PY):
+    p = subprocess.Popen([*prefix, *impl.server, "--bind", bind, "--port", str(port),
                           "--log", str(log), "--mode", mode], cwd=REPO, stdout=subprocess.PIPE,
                          stderr=subprocess.STDOUT, text=True)
     line = p.stdout.readline()
@@ -30,11 +55,11 @@ def stop_server(p) -> str:
 
 
 def run_client(schedule: Path, host: str, hosts: dict, log: Path, port: int, t0_in: float = 0.5, prefix=(),
-               extra=(), timeout=60):
+               extra=(), timeout=60, impl: Impl = PY):
     hp = log.with_suffix(".hosts.json")
     hp.write_text(json.dumps(hosts))
     t0 = time.time() + t0_in
-    p = subprocess.run([*prefix, GUEST_PY, "-s", "-m", "workloads.client", "--schedule", str(schedule), "--host",
+    p = subprocess.run([*prefix, *impl.client, "--schedule", str(schedule), "--host",
                         host, "--hosts", str(hp), "--t0", f"{t0:.6f}", "--log", str(log), "--port", str(port),
                         *extra], cwd=REPO, capture_output=True, text=True, timeout=timeout)
     assert p.returncode == 0, p.stdout + p.stderr

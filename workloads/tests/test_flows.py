@@ -1,4 +1,6 @@
-"""Client and server against each other: every scheduled flow accounted for, bytes exact, outcomes right."""
+"""Client and server against each other: every scheduled flow accounted for, bytes exact, outcomes right.
+
+Each test runs against both implementations (the `impl` fixture, conftest.py): Python and Go (workloads/go)."""
 import os
 import random
 import socket
@@ -8,7 +10,7 @@ import uuid
 import pytest
 
 from workloads.schedfile import Flow, write_schedule
-from workloads.tests.flowtools import GUEST_PY, REPO, free_port, rows, run_client, start_server, stop_server
+from workloads.tests.flowtools import REPO, free_port, rows, run_client, start_server, stop_server
 
 
 def small_schedule(path, n=300, rate=150.0, seed=3, big=(), src="a1", dst="b1"):
@@ -27,13 +29,13 @@ def small_schedule(path, n=300, rate=150.0, seed=3, big=(), src="a1", dst="b1"):
 
 
 @pytest.mark.parametrize("mode", ["push", "pull"])
-def test_300_flows_over_loopback_all_completed_bytes_exact(tmp_path, mode):
+def test_300_flows_over_loopback_all_completed_bytes_exact(tmp_path, mode, impl):
     flows = small_schedule(tmp_path / "s.csv", big=(3_000_000,))
     port = free_port()
-    srv = start_server(tmp_path / "server.csv", "127.0.0.2", port, mode)
+    srv = start_server(tmp_path / "server.csv", "127.0.0.2", port, mode, impl=impl)
     try:
         t0, p = run_client(tmp_path / "s.csv", "a1", {"a1": "127.0.0.1", "b1": "127.0.0.2"},
-                           tmp_path / "client.csv", port, extra=("--mode", mode))
+                           tmp_path / "client.csv", port, extra=("--mode", mode), impl=impl)
     finally:
         stop_server(srv)
     c = {int(r["flow_id"]): r for r in rows(tmp_path / "client.csv")}
@@ -54,14 +56,14 @@ def test_300_flows_over_loopback_all_completed_bytes_exact(tmp_path, mode):
     assert "300" not in p.stderr
 
 
-def test_open_loop_late_starts_are_logged_not_absorbed(tmp_path):
+def test_open_loop_late_starts_are_logged_not_absorbed(tmp_path, impl):
     # t0 two seconds in the past: every flow is late by about 2 s minus its start, and none is skipped
     small_schedule(tmp_path / "s.csv", n=50, rate=100)
     port = free_port()
-    srv = start_server(tmp_path / "server.csv", "127.0.0.1", port)
+    srv = start_server(tmp_path / "server.csv", "127.0.0.1", port, impl=impl)
     try:
         run_client(tmp_path / "s.csv", "a1", {"a1": "127.0.0.1", "b1": "127.0.0.1"}, tmp_path / "c.csv", port,
-                   t0_in=-2.0)
+                   t0_in=-2.0, impl=impl)
     finally:
         stop_server(srv)
     c = rows(tmp_path / "c.csv")
@@ -70,17 +72,17 @@ def test_open_loop_late_starts_are_logged_not_absorbed(tmp_path):
         assert float(r["lateness_s"]) == pytest.approx(2.0 - float(r["scheduled_s"]), abs=0.3)
 
 
-def test_refused_connections_are_logged_as_refused(tmp_path):
+def test_refused_connections_are_logged_as_refused(tmp_path, impl):
     small_schedule(tmp_path / "s.csv", n=20, rate=200)
     port = free_port()     # nothing listens there
-    run_client(tmp_path / "s.csv", "a1", {"a1": "127.0.0.1", "b1": "127.0.0.1"}, tmp_path / "c.csv", port)
+    run_client(tmp_path / "s.csv", "a1", {"a1": "127.0.0.1", "b1": "127.0.0.1"}, tmp_path / "c.csv", port, impl=impl)
     c = rows(tmp_path / "c.csv")
     assert len(c) == 20
     assert {r["outcome"] for r in c} == {"refused"}
     assert all("refused" in r["error"].lower() and r["connect_s"] == "" for r in c)
 
 
-def test_a_flow_the_server_never_finishes_times_out(tmp_path):
+def test_a_flow_the_server_never_finishes_times_out(tmp_path, impl):
     # a listener that never accepts: the handshake completes in the kernel, the EOF never comes
     small_schedule(tmp_path / "s.csv", n=3, rate=50)
     with socket.socket() as ls:
@@ -88,7 +90,7 @@ def test_a_flow_the_server_never_finishes_times_out(tmp_path):
         ls.listen(16)
         port = ls.getsockname()[1]
         _, p = run_client(tmp_path / "s.csv", "a1", {"a1": "127.0.0.1", "b1": "127.0.0.1"}, tmp_path / "c.csv",
-                          port, extra=("--flow-timeout", "1"))
+                          port, extra=("--flow-timeout", "1"), impl=impl)
     c = rows(tmp_path / "c.csv")
     assert [r["outcome"] for r in c] == ["timed_out"] * 3
     for r in c:
@@ -96,7 +98,7 @@ def test_a_flow_the_server_never_finishes_times_out(tmp_path):
         assert float(r["end_s"]) - float(r["actual_start_s"]) == pytest.approx(1.0, abs=0.2)
 
 
-def test_stop_at_aborts_open_flows_and_marks_the_rest_not_started(tmp_path):
+def test_stop_at_aborts_open_flows_and_marks_the_rest_not_started(tmp_path, impl):
     flows = [Flow(0, 0.0, 1460, 1, "a1", "b1", "forward", "web"), Flow(2, 0.1, 1460, 1, "a2", "b1", "forward", "web"),
              Flow(1, 30.0, 1460, 1, "a1", "b1", "forward", "web")]
     write_schedule(tmp_path / "s.csv", {}, flows)
@@ -108,7 +110,7 @@ def test_stop_at_aborts_open_flows_and_marks_the_rest_not_started(tmp_path):
         t0 = time.time() + 0.3
         hp = tmp_path / "h.json"
         hp.write_text('{"hosts": {"a1": {"ip": "127.0.0.1"}, "b1": {"ip": "127.0.0.1"}}, "port": %d}' % port)
-        p = subprocess.run([GUEST_PY, "-m", "workloads.client", "--schedule", str(tmp_path / "s.csv"),
+        p = subprocess.run([*impl.client, "--schedule", str(tmp_path / "s.csv"),
                             "--host", "a1", "--hosts", str(hp), "--t0", str(t0), "--log", str(tmp_path / "c.csv"),
                             "--stop-at", str(t0 + 1.0)], cwd=REPO, capture_output=True, text=True, timeout=20)
         assert p.returncode == 0, p.stderr
@@ -119,17 +121,17 @@ def test_stop_at_aborts_open_flows_and_marks_the_rest_not_started(tmp_path):
     assert c["1"]["outcome"] == "not_started" and c["1"]["actual_start_s"] == ""
 
 
-def test_bad_inputs_get_clear_errors(tmp_path):
+def test_bad_inputs_get_clear_errors(tmp_path, impl):
     small_schedule(tmp_path / "s.csv", n=3, dst="b9")
     hp = tmp_path / "h.json"
     hp.write_text('{"a1": "127.0.0.1"}')
-    p = subprocess.run([GUEST_PY, "-m", "workloads.client", "--schedule", str(tmp_path / "s.csv"), "--host",
+    p = subprocess.run([*impl.client, "--schedule", str(tmp_path / "s.csv"), "--host",
                         "a1", "--hosts", str(hp), "--t0", "0", "--log", str(tmp_path / "c.csv")],
-                       capture_output=True, text=True)
+                       cwd=REPO, capture_output=True, text=True)
     assert p.returncode != 0 and "b9" in p.stderr and "not in --hosts" in p.stderr
-    p = subprocess.run([GUEST_PY, "-m", "workloads.client", "--schedule", str(tmp_path / "nope.csv"),
+    p = subprocess.run([*impl.client, "--schedule", str(tmp_path / "nope.csv"),
                         "--host", "a1", "--hosts", str(hp), "--t0", "0", "--log", str(tmp_path / "c.csv")],
-                       capture_output=True, text=True)
+                       cwd=REPO, capture_output=True, text=True)
     assert p.returncode != 0 and "no such schedule" in p.stderr
 
 
@@ -138,7 +140,7 @@ def _ip(*args):
 
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="network namespaces need root")
-def test_flows_across_network_namespaces(tmp_path):
+def test_flows_across_network_namespaces(tmp_path, impl):
     tag = uuid.uuid4().hex[:6]
     cns, sns = f"fl-wl-c-{tag}", f"fl-wl-s-{tag}"
     made = []
@@ -153,10 +155,10 @@ def test_flows_across_network_namespaces(tmp_path):
         _ip("-n", cns, "link", "set", f"wlc{tag}", "up")
         _ip("-n", sns, "link", "set", f"wls{tag}", "up")
         flows = small_schedule(tmp_path / "s.csv", n=200, rate=200, big=(1_000_000,))
-        srv = start_server(tmp_path / "server.csv", "10.213.7.2", 5001, prefix=("ip", "netns", "exec", sns))
+        srv = start_server(tmp_path / "server.csv", "10.213.7.2", 5001, prefix=("ip", "netns", "exec", sns), impl=impl)
         try:
             run_client(tmp_path / "s.csv", "a1", {"a1": "10.213.7.1", "b1": "10.213.7.2"}, tmp_path / "c.csv", 5001,
-                       prefix=("ip", "netns", "exec", cns))
+                       prefix=("ip", "netns", "exec", cns), impl=impl)
         finally:
             stop_server(srv)
         c = {int(r["flow_id"]): r for r in rows(tmp_path / "c.csv")}
@@ -168,3 +170,43 @@ def test_flows_across_network_namespaces(tmp_path):
     finally:
         for ns in made:
             subprocess.run(["ip", "netns", "del", ns], capture_output=True)
+
+
+def test_server_logs_open_flows_as_unfinished_at_sigterm(tmp_path, impl):
+    port = free_port()
+    srv = start_server(tmp_path / "server.csv", "127.0.0.1", port, impl=impl)
+    import struct
+    import time
+    with socket.create_connection(("127.0.0.1", port)) as a, socket.create_connection(("127.0.0.1", port)) as b:
+        a.sendall(struct.pack("!QQ", 7, 100_000) + bytes(1000))     # header and part of the flow
+        b.sendall(b"\0" * 5)                                          # not even the header
+        time.sleep(0.3)
+        out = stop_server(srv)
+    assert "2 flows logged" in out
+    s = {r["flow_id"]: r for r in rows(tmp_path / "server.csv")}
+    assert set(s) == {"7", ""}
+    assert s["7"]["outcome"] == s[""]["outcome"] == "unfinished"
+    assert s["7"]["bytes"] == "1016" and s[""]["bytes"] == "5"
+    assert s["7"]["error"] == "server stopped while the flow was open"
+
+
+def test_client_sigterm_writes_its_log(tmp_path, impl):
+    import json
+    import signal
+    import time
+    small_schedule(tmp_path / "s.csv", n=3, rate=50)
+    with socket.socket() as ls:
+        ls.bind(("127.0.0.1", 0))
+        ls.listen(16)
+        port = ls.getsockname()[1]
+        (tmp_path / "h.json").write_text(json.dumps({"a1": "127.0.0.1", "b1": "127.0.0.1"}))
+        p = subprocess.Popen([*impl.client, "--schedule", str(tmp_path / "s.csv"), "--host", "a1", "--hosts",
+                              str(tmp_path / "h.json"), "--t0", str(time.time()), "--log", str(tmp_path / "c.csv"),
+                              "--port", str(port)], cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        time.sleep(1.0)
+        p.send_signal(signal.SIGTERM)
+        out, err = p.communicate(timeout=20)
+    assert p.returncode == 0, err
+    c = rows(tmp_path / "c.csv")
+    assert [r["outcome"] for r in c] == ["timed_out"] * 3
+    assert all(r["error"] == "still running at --stop-at (or a stop signal)" for r in c)

@@ -1,0 +1,387 @@
+package main
+
+// Open-loop flow client (workloads/client.py's behaviour): every row with src == --host is opened at
+// t0 + start_s whatever the network does; a late start is logged and never shifts later flows. One
+// goroutine per flow; a dispatcher goroutine sleeps until each start.
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"os/signal"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+)
+
+var clientColumns = []string{"flow_id", "src", "dst", "size_bytes", "scheduled_s", "actual_start_s", "lateness_s",
+	"connect_s", "first_byte_s", "last_byte_s", "end_s", "bytes", "outcome", "error"}
+
+// earlySleep: the dispatcher sleeps with the runtime's timers until this long before a start, then the rest
+// with nanosleep (microsecond precision).
+const earlySleep = 2 * time.Millisecond
+
+type flowRun struct {
+	f                                              flow
+	actualStart, connect, firstByte, lastByte, end fopt
+	bytes                                          int64
+	outcome                                        string // "" while running; "not_started" until started
+	errText                                        string
+	conn                                           net.Conn
+}
+
+type client struct {
+	mu          sync.Mutex
+	runs        []*flowRun
+	hosts       map[string]string
+	port        int
+	pull        bool
+	timeout     time.Duration
+	timeoutText string
+	clk         *clock
+	stopped     bool
+	ended       int
+	allEnded    chan struct{}
+	ctx         context.Context
+	cancel      context.CancelFunc
+}
+
+// finish records how the flow ended (the first call wins) and releases its socket. Caller holds c.mu.
+func (c *client) finishLocked(r *flowRun, outcome, errText string) {
+	if r.outcome != "" {
+		return
+	}
+	r.end, r.outcome, r.errText = fv(c.clk.rel()), outcome, errText
+	if r.conn != nil {
+		r.conn.Close()
+	}
+	c.ended++
+	if c.ended == len(c.runs) {
+		close(c.allEnded)
+	}
+}
+
+func (c *client) finish(r *flowRun, outcome, errText string) {
+	c.mu.Lock()
+	c.finishLocked(r, outcome, errText)
+	c.mu.Unlock()
+}
+
+// fail classifies an error like client.py's _outcome.
+func (c *client) fail(r *flowRun, err error) {
+	var ne net.Error
+	if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, os.ErrDeadlineExceeded) ||
+		(errors.As(err, &ne) && ne.Timeout() && !isErrno(err, syscall.ETIMEDOUT)) {
+		c.finish(r, "timed_out", c.timeoutText)
+		return
+	}
+	if errors.Is(err, context.Canceled) || errors.Is(err, net.ErrClosed) {
+		c.finish(r, "timed_out", "still running at --stop-at (or a stop signal)") // a no-op: stop() came first
+		return
+	}
+	outcome := "error"
+	if en, ok := errnoOf(err); ok {
+		switch en {
+		case syscall.ECONNREFUSED:
+			outcome = "refused"
+		case syscall.ECONNRESET, syscall.EPIPE, syscall.ESHUTDOWN, syscall.ECONNABORTED:
+			outcome = "reset"
+		case syscall.ETIMEDOUT:
+			outcome = "timed_out"
+		}
+	}
+	c.finish(r, outcome, pyExc(err))
+}
+
+func isErrno(err error, want syscall.Errno) bool {
+	en, ok := errnoOf(err)
+	return ok && en == want
+}
+
+func (c *client) run(r *flowRun) {
+	addr := net.JoinHostPort(c.hosts[r.f.dst], strconv.Itoa(c.port))
+	start := time.Now()
+	deadline := start.Add(c.timeout)
+	ctx, cancel := context.WithDeadline(c.ctx, deadline)
+	defer cancel()
+	d := net.Dialer{KeepAlive: -1, Control: func(_, _ string, _ syscall.RawConn) error {
+		now := time.Now() // connect() follows at once: the SYN leaves now
+		c.mu.Lock()
+		r.actualStart = fv(c.clk.relAt(now))
+		c.mu.Unlock()
+		return nil
+	}}
+	conn, err := d.DialContext(ctx, "tcp", addr)
+	if err != nil {
+		c.fail(r, err)
+		return
+	}
+	tc := conn.(*net.TCPConn)
+	_ = tc.SetNoDelay(false) // kernel defaults, as Python's sockets: Nagle on
+	_ = tc.SetDeadline(deadline)
+	c.mu.Lock()
+	if r.outcome != "" { // stopped meanwhile
+		c.mu.Unlock()
+		conn.Close()
+		return
+	}
+	r.connect, r.conn = fv(c.clk.rel()), conn
+	c.mu.Unlock()
+	if c.pull {
+		c.pullFlow(r, tc)
+	} else {
+		c.pushFlow(r, tc)
+	}
+}
+
+var firstChunks = sync.Pool{New: func() interface{} { b := make([]byte, chunk); return &b }}
+
+// pushFlow writes size bytes (the header first), shuts down the write side, waits for the server's EOF.
+func (c *client) pushFlow(r *flowRun, tc *net.TCPConn) {
+	remaining := r.f.size
+	bp := firstChunks.Get().(*[]byte)
+	first := *bp
+	n := int64(chunk)
+	if remaining < n {
+		n = remaining
+	}
+	binary.BigEndian.PutUint64(first[0:8], uint64(r.f.id))
+	binary.BigEndian.PutUint64(first[8:16], uint64(r.f.size))
+	buf := first[:n]
+	for remaining > 0 {
+		m := int64(chunk)
+		if remaining < m {
+			m = remaining
+		}
+		if buf == nil {
+			buf = payload[:m]
+		} else {
+			c.mu.Lock()
+			r.firstByte = fv(c.clk.rel())
+			c.mu.Unlock()
+		}
+		w, err := tc.Write(buf)
+		c.mu.Lock()
+		r.bytes += int64(w)
+		c.mu.Unlock()
+		if err != nil {
+			firstChunks.Put(bp)
+			c.fail(r, err)
+			return
+		}
+		remaining -= m
+		buf = nil
+	}
+	firstChunks.Put(bp)
+	c.mu.Lock()
+	r.lastByte = fv(c.clk.rel())
+	c.mu.Unlock()
+	if err := tc.CloseWrite(); err != nil {
+		c.fail(r, err)
+		return
+	}
+	var sink [512]byte
+	for {
+		_, err := tc.Read(sink[:]) // the server sends nothing in push mode
+		if err == io.EOF {
+			c.finish(r, "completed", "")
+			return
+		}
+		if err != nil {
+			c.fail(r, err)
+			return
+		}
+	}
+}
+
+// pullFlow writes the header, reads size bytes to EOF.
+func (c *client) pullFlow(r *flowRun, tc *net.TCPConn) {
+	var h [headerBytes]byte
+	binary.BigEndian.PutUint64(h[0:8], uint64(r.f.id))
+	binary.BigEndian.PutUint64(h[8:16], uint64(r.f.size))
+	if _, err := tc.Write(h[:]); err != nil {
+		c.fail(r, err)
+		return
+	}
+	if err := tc.CloseWrite(); err != nil {
+		c.fail(r, err)
+		return
+	}
+	buf := make([]byte, chunk)
+	for {
+		n, err := tc.Read(buf)
+		if n > 0 {
+			c.mu.Lock()
+			now := fv(c.clk.rel())
+			if !r.firstByte.ok {
+				r.firstByte = now
+			}
+			r.lastByte = now
+			r.bytes += int64(n)
+			c.mu.Unlock()
+		}
+		if err == io.EOF {
+			c.mu.Lock()
+			got := r.bytes
+			c.mu.Unlock()
+			if got == r.f.size {
+				c.finish(r, "completed", "")
+			} else {
+				c.finish(r, "reset", fmt.Sprintf("EOF after %d of %d bytes", got, r.f.size))
+			}
+			return
+		}
+		if err != nil {
+			c.fail(r, err)
+			return
+		}
+	}
+}
+
+func (c *client) dispatch() {
+	for _, r := range c.runs {
+		target := c.clk.at(r.f.start)
+		if d := time.Until(target); d > earlySleep {
+			time.Sleep(d - earlySleep)
+		}
+		if rest := time.Until(target); rest > 0 {
+			ts := syscall.NsecToTimespec(rest.Nanoseconds())
+			for syscall.Nanosleep(&ts, &ts) == syscall.EINTR {
+			}
+		}
+		c.mu.Lock()
+		if c.stopped {
+			c.mu.Unlock()
+			return
+		}
+		now := c.clk.rel()
+		r.actualStart, r.outcome = fv(now), "" // refined by the dialer just before connect()
+		c.mu.Unlock()
+		go c.run(r)
+	}
+}
+
+func clientMain(argv []string) {
+	ap := &argParser{prog: "favorflow client", desc: "Open-loop flow client: replays a schedule's flows from one host, one new TCP connection per flow.",
+		specs: []flagSpec{
+			{name: "schedule", kind: "str", required: true},
+			{name: "host", kind: "str", required: true, help: "this host's name: runs the rows whose src is this"},
+			{name: "hosts", kind: "str", required: true, help: "hosts.json: host name -> IP"},
+			{name: "t0", kind: "float", required: true, help: "unix time of the schedule's 0"},
+			{name: "log", kind: "str", required: true, help: "per-flow CSV written at exit"},
+			{name: "port", kind: "int", help: "server port (default: hosts.json's port, else 5001)"},
+			{name: "mode", kind: "str", choices: []string{"push", "pull"}},
+			{name: "flow-timeout", kind: "float", help: "seconds from a flow's start (default 120)"},
+			{name: "stop-at", kind: "float", help: "unix time to stop at, whatever is still open"},
+		}}
+	a := ap.parse(argv)
+	flowTimeout := a.float("flow-timeout", 120.0)
+	if !(flowTimeout > 0) {
+		ap.fail("--flow-timeout must be > 0")
+	}
+	hosts := loadHosts(a["hosts"])
+	all, err := readSchedule(a["schedule"])
+	if err != nil {
+		fatal("workloads.client: " + err.Error())
+	}
+	host := a["host"]
+	var mine []flow
+	unknown := map[string]bool{}
+	for _, f := range all {
+		if f.src == host {
+			mine = append(mine, f)
+			if _, ok := hosts[f.dst]; !ok {
+				unknown[f.dst] = true
+			}
+		}
+	}
+	if len(unknown) > 0 {
+		var u, known []string
+		for k := range unknown {
+			u = append(u, k)
+		}
+		for k := range hosts {
+			known = append(known, k)
+		}
+		fatal(fmt.Sprintf("workloads.client: destinations %s of host %s are not in --hosts; hosts.json knows %s",
+			pyList(u), host, pyList(known)))
+	}
+	raiseNofile()
+	port := 0
+	if a.has("port") {
+		port = a.int("port")
+	}
+	if port == 0 {
+		port = hostsPort(a["hosts"])
+	}
+	if port == 0 {
+		port = 5001
+	}
+	c := &client{hosts: hosts, port: port, pull: a["mode"] == "pull",
+		timeout:     time.Duration(flowTimeout * 1e9),
+		timeoutText: fmt.Sprintf("flow not ended after --flow-timeout %s s", pyG(flowTimeout)),
+		allEnded:    make(chan struct{})}
+	c.ctx, c.cancel = context.WithCancel(context.Background())
+	c.clk = newClock(a.float("t0", 0))
+	for _, f := range mine {
+		c.runs = append(c.runs, &flowRun{f: f, outcome: "not_started"})
+	}
+	if len(c.runs) == 0 {
+		close(c.allEnded)
+	}
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT)
+	var stopAt <-chan time.Time
+	if a.has("stop-at") {
+		stopAt = time.After(time.Until(c.clk.at(a.float("stop-at", 0) - c.clk.t0)))
+	}
+	go c.dispatch()
+	select {
+	case <-c.allEnded:
+	case <-sigs:
+	case <-stopAt:
+	}
+	c.mu.Lock()
+	c.stopped = true
+	for _, r := range c.runs {
+		if r.outcome == "" {
+			c.finishLocked(r, "timed_out", "still running at --stop-at (or a stop signal)")
+		}
+	}
+	c.cancel()
+	rows := make([][]string, len(c.runs))
+	counts, order := map[string]int{}, []string{}
+	for i, r := range c.runs {
+		bytes := strconv.FormatInt(r.bytes, 10)
+		lateness := fopt{}
+		if r.actualStart.ok {
+			lateness = fv(r.actualStart.v - r.f.start)
+		}
+		rows[i] = []string{strconv.FormatInt(r.f.id, 10), r.f.src, r.f.dst, strconv.FormatInt(r.f.size, 10),
+			fmtF(fv(r.f.start)), fmtF(r.actualStart), fmtF(lateness), fmtF(r.connect), fmtF(r.firstByte),
+			fmtF(r.lastByte), fmtF(r.end), bytes, r.outcome, r.errText}
+		if r.outcome == "not_started" { // never started: no times, like Python's record
+			rows[i][5], rows[i][6] = "", ""
+		}
+		if _, ok := counts[r.outcome]; !ok {
+			order = append(order, r.outcome)
+		}
+		counts[r.outcome]++
+	}
+	c.mu.Unlock()
+	if err := writeCSV(a["log"], clientColumns, rows); err != nil {
+		fatal(fmt.Sprintf("workloads.client: cannot write --log %s: %v", a["log"], err))
+	}
+	parts := make([]string, len(order))
+	for i, k := range order {
+		parts[i] = fmt.Sprintf("%s: %d", pyRepr(k), counts[k])
+	}
+	fmt.Printf("workloads.client %s: %d flows: {%s}\n", host, len(rows), strings.Join(parts, ", "))
+	os.Exit(0)
+}
