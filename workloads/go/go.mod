@@ -1,0 +1,3 @@
+module favorlab/workloads/favorflow
+
+go 1.19
