@@ -288,6 +288,7 @@ def proc_ticks() -> dict:
 def process_group(comm: str, cmd: str) -> str:
     """The parts of a run a CPU budget is spent on, named as testbed/README.md's breakdown names them."""
     for needle, group in (("workloads.client", "workload client"), ("workloads.server", "workload server"),
+                          ("favorflow client", "workload client"), ("favorflow server", "workload server"),
                           ("workloads.persistent", "workload persistent"), ("favor_trace", "favor trace"),
                           ("testbed.runner", "runner")):
         if needle in cmd:
@@ -359,6 +360,20 @@ class CpuSampler(threading.Thread):
                              "ok": over <= CPU_BUSY_SUSTAINED}}
 
 
+FAVORFLOW = REPO / "workloads" / "go" / "bin" / "favorflow"
+
+
+def workload_cmd(role: str, spec: dict) -> list[str]:
+    """The flow client or server the spec names: the Python module, or favorflow (workloads/go, built on the
+    controller and shipped with the code). Both take the same flags and write the same per-flow logs."""
+    if spec.get("workload_impl", "python") == "go":
+        if not FAVORFLOW.is_file():
+            raise RuntimeError(f"workload_impl go, but {FAVORFLOW} is missing on this host. Fix: build it on the "
+                               f"controller (workloads/go/build) and provision again (the favorlab_code role ships it)")
+        return [str(FAVORFLOW), role]
+    return [sys.executable, "-m", f"workloads.{role}"]
+
+
 # ---------------------------------------------------------------- the run
 
 class Run:
@@ -395,6 +410,7 @@ class Run:
     def setup(self):
         from topologies import dumbbell
         s = self.spec
+        workload_cmd("client", s)     # a missing workload binary fails the run before anything is set up
         for kind in {s["aqm"]["forward"]["kind"], s["aqm"]["reverse"]["kind"]} - {"p4"}:
             mod = "sch_favor" if kind == "favor" else f"sch_{kind}"
             p = out(["modprobe", mod])   # built-in or already loaded is fine; tc says if it is missing
@@ -437,7 +453,7 @@ class Run:
         # a fixed 3 s lead, so the first flows of the schedule started ~4.5 s late (lateness check failed).
         # Time one start-up now and give all clients that long per host and vCPU, 1.5 times over.
         t_imp = time.time()
-        popen([sys.executable, "-c", "import workloads.client"], net.get(next(iter(self.hostsj["hosts"]))), cwd=REPO,
+        popen(workload_cmd("client", s) + ["--help"], net.get(next(iter(self.hostsj["hosts"]))), cwd=REPO,
               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL).wait(timeout=120)
         startup = time.time() - t_imp
         lead = max(3.0, 2.0 + 1.5 * startup * len(self.hostsj["hosts"]) / (os.cpu_count() or 1))
@@ -448,7 +464,7 @@ class Run:
         self.manifest["t0_unix"] = t0
         clients = {}
         for h in self.hostsj["hosts"]:
-            clients[h] = popen([sys.executable, "-m", "workloads.client", "--schedule",
+            clients[h] = popen(workload_cmd("client", s) + ["--schedule",
                                 str(self.dir / s.get("schedule", "schedule.csv")), "--host", h,
                                 "--hosts", str(self.dir / "hosts.json"), "--t0", f"{t0:.6f}",
                                 "--log", str(self.dir / "flows" / f"client-{h}.csv"),
@@ -530,7 +546,7 @@ class Run:
     def start_servers(self):
         for h in self.hostsj["hosts"]:
             self.procs[f"server-{h}"] = popen(
-                [sys.executable, "-m", "workloads.server", "--host", h, "--hosts", str(self.dir / "hosts.json"),
+                workload_cmd("server", self.spec) + ["--host", h, "--hosts", str(self.dir / "hosts.json"),
                  "--port", "5001", "--log", str(self.dir / "flows" / f"server-{h}.csv")], self.net.get(h),
                 cwd=REPO, stdout=(self.dir / "log" / f"server-{h}.out").open("w"), stderr=subprocess.STDOUT)
         self.log("servers started")

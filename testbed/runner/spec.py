@@ -53,6 +53,8 @@ def validate(spec: dict) -> dict:
     rto = spec["tcp"].get("initial_rto_ms")
     if rto is not None and not (_num(rto) and 200 <= rto <= 120000):
         raise SpecError(f"run.json: field tcp.initial_rto_ms={rto!r} is invalid: null or 200..120000 ms")
+    if spec.get("workload_impl", "python") not in ("python", "go"):
+        raise SpecError(f"run.json: field workload_impl={spec['workload_impl']!r} is invalid: python or go")
     if spec["topology"].get("central_delay_ms", 0) != 0:
         raise SpecError("run.json: field topology.central_delay_ms must be 0 (a central delay is not "
                         "supported yet; put it into the access delays)")

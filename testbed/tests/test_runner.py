@@ -327,3 +327,17 @@ def test_cpu_breakdown_charges_each_process_group_its_own_ticks():
 def test_proc_ticks_reads_this_process():
     me = [v for (pid, _), v in runmod.proc_ticks().items() if pid == os.getpid()]
     assert len(me) == 1 and me[0][2] + me[0][3] > 0    # pytest has used CPU by now
+
+
+def test_workload_impl_picks_the_flow_client_and_server(monkeypatch, tmp_path):
+    assert runmod.workload_cmd("client", {}) == [sys.executable, "-m", "workloads.client"]
+    fake = tmp_path / "favorflow"
+    monkeypatch.setattr(runmod, "FAVORFLOW", fake)
+    with pytest.raises(RuntimeError, match="workloads/go/build"):     # the error names the fix
+        runmod.workload_cmd("server", {"workload_impl": "go"})
+    fake.write_text("")
+    assert runmod.workload_cmd("server", {"workload_impl": "go"}) == [str(fake), "server"]
+    bad = copy.deepcopy(SPEC)
+    bad["workload_impl"] = "rust"
+    with pytest.raises(specmod.SpecError, match="workload_impl"):
+        specmod.validate(bad)

@@ -26,6 +26,7 @@ DEFAULTS = {
     "capture": {"snaplen": 128},
     "trace_favor": True,
     "attempts": 3,
+    "workload_impl": "python",
 }
 # the runner's validity thresholds (testbed/runner/run.py); a config may loosen them for a dataplane with a
 # known, stated overhead (config/p4-quick.yaml)
@@ -228,6 +229,7 @@ def run_spec(cfg: dict, run: Run) -> dict:
         "sizes": cfg["sizes"],
         "capture": {"snaplen": cfg["capture"]["snaplen"], "points": ["senders", "bneck-in", "bneck-out"]},
         "trace_favor": bool(cfg["trace_favor"]),
+        "workload_impl": cfg["workload_impl"],
         "fidelity": cfg["fidelity"],
     }
 
