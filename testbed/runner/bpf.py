@@ -1,4 +1,5 @@
-"""Initial RTO for every TCP socket: a BPF sock_ops program attached to the cgroup v2 root.
+"""Initial RTO for the TCP sockets of one cgroup v2 directory: a BPF sock_ops program (the runner attaches it
+to a cgroup of the run's own, where its flow clients and servers run; the root cgroup only when none is given).
 
 The program answers BPF_SOCK_OPS_TIMEOUT_INIT with the initial RTO in jiffies (the kernel's
 tcp_timeout_init uses it for the SYN and SYN-ACK timers) and leaves every other op alone.

@@ -60,9 +60,34 @@ def out(argv, node=None, check=False, env=None) -> str:
     return p.stdout if p.returncode == 0 else (p.stdout + p.stderr)
 
 
-def popen(argv, node=None, **kw) -> subprocess.Popen:
+def popen(argv, node=None, cgroup: Path | None = None, **kw) -> subprocess.Popen:
+    """Start argv in a host's namespace; with `cgroup`, inside that cgroup v2 directory from its first
+    instruction (a shell moves itself in, then execs), so every socket it makes is the cgroup's."""
     prefix = [] if node is None else ["mnexec", "-a", str(node.pid)]
+    if cgroup is not None:
+        prefix = ["sh", "-c", 'echo $$ > "$0" && exec "$@"', str(cgroup / "cgroup.procs")] + prefix
     return subprocess.Popen(prefix + list(argv), start_new_session=True, **kw)
+
+
+class RunCgroup:
+    """A cgroup v2 directory of this run's own: the initial-RTO program is attached here, not to the root
+    cgroup, so on a real host it changes the workload's sockets and no one else's."""
+
+    def __init__(self, name: str):
+        from testbed.runner.bpf import cgroup2_root
+        self.path = Path(cgroup2_root()) / name
+        self.path.mkdir(exist_ok=True)
+
+    def remove(self, log) -> None:
+        for _ in range(50):        # the processes were stopped and reaped; the kernel lets go soon after
+            try:
+                self.path.rmdir()
+                return
+            except FileNotFoundError:
+                return
+            except OSError:
+                time.sleep(0.1)
+        log(f"cgroup {self.path} still busy: left in place ({(self.path / 'cgroup.procs').read_text().split()})")
 
 
 def stop(p: subprocess.Popen, sig=signal.SIGTERM, wait=10.0) -> int | None:
@@ -386,6 +411,7 @@ class Run:
         self.manifest: dict = {"start_utc": utc()}
         self.net = None
         self.rto = None
+        self.cgroup = None
         self.p4 = None
 
     def run(self) -> int:
@@ -427,8 +453,10 @@ class Run:
         apply_tcp(self.net, s["tcp"], self.hostsj["hosts"], self.log)
         if s["tcp"].get("initial_rto_ms"):
             from testbed.runner.bpf import InitialRto
-            self.rto = InitialRto(s["tcp"]["initial_rto_ms"]).attach()
-            self.log(f"initial RTO {self.rto.ms} ms = {self.rto.jiffies} jiffies (HZ {self.rto.hz}) attached")
+            self.cgroup = RunCgroup(f"favorlab-run-{os.getpid()}")
+            self.rto = InitialRto(s["tcp"]["initial_rto_ms"], cgroup=str(self.cgroup.path)).attach()
+            self.log(f"initial RTO {self.rto.ms} ms = {self.rto.jiffies} jiffies (HZ {self.rto.hz}) attached "
+                     f"to {self.cgroup.path}, where the flow clients and servers run")
 
     # -- the measured part
     def measure(self):
@@ -468,7 +496,7 @@ class Run:
                                 str(self.dir / s.get("schedule", "schedule.csv")), "--host", h,
                                 "--hosts", str(self.dir / "hosts.json"), "--t0", f"{t0:.6f}",
                                 "--log", str(self.dir / "flows" / f"client-{h}.csv"),
-                                "--stop-at", f"{stop_at:.6f}"], net.get(h), cwd=REPO,
+                                "--stop-at", f"{stop_at:.6f}"], net.get(h), cwd=REPO, cgroup=self.cgroup_path(),
                                stdout=(self.dir / "log" / f"client-{h}.out").open("w"), stderr=subprocess.STDOUT)
             self.procs[f"client-{h}"] = clients[h]
         self.log(f"clients started, t0 {t0:.3f}, stop at {stop_at:.3f}")
@@ -539,6 +567,9 @@ class Run:
                                     stderr=subprocess.STDOUT)
         self.checks["favor_trace"] = {"configured": True, "measured": "traced", "ok": True}
 
+    def cgroup_path(self) -> Path | None:
+        return self.cgroup.path if self.cgroup else None
+
     def stop_trace(self):
         if "trace" in self.procs:
             stop(self.procs.pop("trace"), signal.SIGINT)
@@ -548,7 +579,8 @@ class Run:
             self.procs[f"server-{h}"] = popen(
                 workload_cmd("server", self.spec) + ["--host", h, "--hosts", str(self.dir / "hosts.json"),
                  "--port", "5001", "--log", str(self.dir / "flows" / f"server-{h}.csv")], self.net.get(h),
-                cwd=REPO, stdout=(self.dir / "log" / f"server-{h}.out").open("w"), stderr=subprocess.STDOUT)
+                cwd=REPO, cgroup=self.cgroup_path(),
+                stdout=(self.dir / "log" / f"server-{h}.out").open("w"), stderr=subprocess.STDOUT)
         self.log("servers started")
 
     def stop_servers(self):
@@ -581,6 +613,8 @@ class Run:
         if self.rto:
             self.rto.detach()
             self.log("initial RTO program detached")
+        if self.cgroup:
+            self.cgroup.remove(self.log)
         if self.net:
             try:
                 self.net.stop()

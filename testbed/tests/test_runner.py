@@ -259,6 +259,12 @@ def test_short_real_run_end_to_end(guest, tmp_path):
     rate = checks["bottleneck_rate_mbps"]["measured"]
     print(f"bottleneck rate: {rate:.2f} Mb/s; cpu {checks['cpu_busy']['measured']}")
     assert abs(rate - 10) <= 1.0
+    # the initial-RTO program went to the run's own cgroup (not the root), which is gone afterwards
+    log = (run_dir / "log" / "runner.log").read_text()
+    assert "/favorlab-run-" in log and "where the flow clients and servers run" in log
+    assert ssh.run("ls -d /sys/fs/cgroup/favorlab-run-* 2>/dev/null") != 0
+    groups = {g["group"] for g in json.loads((run_dir / "cpu.json").read_text())["processes"]}
+    assert {"workload client", "workload server"} <= groups, groups
 
 
 def _parse_rto(out: str):
@@ -341,3 +347,12 @@ def test_workload_impl_picks_the_flow_client_and_server(monkeypatch, tmp_path):
     bad["workload_impl"] = "rust"
     with pytest.raises(specmod.SpecError, match="workload_impl"):
         specmod.validate(bad)
+
+
+def test_popen_in_a_cgroup_moves_the_process_itself_before_it_runs(tmp_path):
+    """The shell writes its own PID to cgroup.procs and then execs the command (same PID), so the
+    workload's first socket is already the cgroup's. A plain file stands in for cgroup.procs here."""
+    (tmp_path / "cgroup.procs").write_text("")
+    p = runmod.popen(["true"], cgroup=tmp_path)
+    assert p.wait(timeout=10) == 0
+    assert (tmp_path / "cgroup.procs").read_text().split() == [str(p.pid)]
