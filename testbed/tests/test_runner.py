@@ -356,3 +356,15 @@ def test_popen_in_a_cgroup_moves_the_process_itself_before_it_runs(tmp_path):
     p = runmod.popen(["true"], cgroup=tmp_path)
     assert p.wait(timeout=10) == 0
     assert (tmp_path / "cgroup.procs").read_text().split() == [str(p.pid)]
+
+
+def test_trace_check_reads_the_recorders_last_line(tmp_path):
+    f = tmp_path / "favor-trace.csv"
+    f.write_text("t,dev,verdict\n1.0,rl-eth1,favored\n# lost_events=0\n")
+    assert runmod.trace_check(f)["ok"]
+    f.write_text("t,dev,verdict\n1.0,rl-eth1,favored\n# lost_events=12\n")
+    c = runmod.trace_check(f)
+    assert not c["ok"] and c["measured"] == 12 and c["severity"] == "warning"
+    f.write_text("t,dev,verdict\n1.0,rl-eth1,favored\n")      # killed before it could finish
+    assert not runmod.trace_check(f)["ok"]
+    assert not runmod.trace_check(tmp_path / "missing.csv")["ok"]
