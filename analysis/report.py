@@ -26,6 +26,15 @@ STATUSES = ["holds", "does not hold", "insufficient data", "not run"]
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
+def aqm_name(key):
+    """The paper's name of an AQM (config/aqms.yaml `paper_name`), as the figures show it; else the key."""
+    if not hasattr(aqm_name, "names"):
+        import yaml
+        with open(os.path.join(REPO, "config", "aqms.yaml")) as f:
+            aqm_name.names = {k: v.get("paper_name", k) for k, v in (yaml.safe_load(f) or {}).items()}
+    return aqm_name.names.get(key, key)
+
+
 def _read(path, default=None):
     if not os.path.exists(path):
         return default
@@ -54,7 +63,7 @@ def runs_section(rdir):
             tries = _read(os.path.join(d, "attempts.json"), None) or [{"attempt": 1}]
             wall = [a["wall_s"] for a in tries if isinstance(a.get("wall_s"), (int, float))]
             aqm = spec.get("aqm", {})
-            rows.append(dict(run=rid, aqm=aqm.get("name", "") if isinstance(aqm, dict) else aqm, load=spec.get("load", ""),
+            rows.append(dict(run=rid, aqm=aqm_name(aqm.get("name", "") if isinstance(aqm, dict) else aqm), load=spec.get("load", ""),
                              iw=spec.get("tcp", {}).get("iw", ""), profile=spec.get("tcp", {}).get("profile", ""),
                              rep=spec.get("replication", ""), kernel=man.get("kernel", ""),
                              module=man.get("module", man.get("module_version", "")),
@@ -65,7 +74,8 @@ def runs_section(rdir):
                              warnings="; ".join(fid.get("warnings", [])), manifest=man,
                              wall_s=sum(wall) if len(wall) == len(tries) else None,
                              cpu=_read(os.path.join(d, "cpu.json"), None),
-                             first_started=min((a["started_utc"] for a in tries if a.get("started_utc")), default="")))
+                             first_started=min((a["started_utc"] for a in tries if a.get("started_utc")), default=""),
+                             commits=sorted({a["favorlab_commit"] for a in tries if a.get("favorlab_commit")})))
     return rows
 
 
@@ -105,7 +115,8 @@ def provenance(runs, tables):
     mans = [r["manifest"] for r in runs]
     scen = [" ".join(str(t.get(k, "")) for k in ("topology", "bottleneck_mbps", "buffer_pkts", "iw", "profile", "cc",
                                                  "size_dist", "size_mean_pkts", "dataplane")) for t in tables]
-    facts = [("favorlab commit", favorlab_commit()),
+    facts = [("favorlab commit of the runs", distinct(c for r in runs for c in r.get("commits", []))),
+             ("favorlab commit of this report", favorlab_commit()),
              ("config", distinct(t.get("config_name") for t in tables) + " (config/<name>.yaml)"),
              ("scenarios (topology, Mb/s, buffer, IW, profile, cc, sizes, mean, dataplane)", distinct(scen)),
              ("AQMs", distinct(r["aqm"] for r in runs)), ("loads", distinct(r["load"] for r in runs)),
@@ -156,9 +167,10 @@ def unfinished_section(tables):
         return "<p>these tables predate the unfinished-flow counts: run the extraction again</p>"
     cols = ["aqm", "load", "realized_load", "valid", "flows_window", "flows_unfinished", "unfinished_share",
             "unfinished_bytes_share", "in_system_mean", "in_system_drift", "in_system_noise_sd", "steady"]
-    unsteady = [f"{r['aqm']} at load {r['load']}" for r in rows if r.get("steady") == "0"]
+    unsteady = [f"{aqm_name(r['aqm'])} at load {r['load']}" for r in rows if r.get("steady") == "0"]
     fmt = [{k: (f"{float(r[k]):.3g}" if k in ("realized_load", "unfinished_share", "unfinished_bytes_share") and r.get(k)
-                else r.get(k, "")) for k in cols} for r in sorted(rows, key=lambda r: (r["aqm"], float(r["load"] or 0)))]
+                else aqm_name(r[k]) if k == "aqm" else r.get(k, "")) for k in cols}
+           for r in sorted(rows, key=lambda r: (r["aqm"], float(r["load"] or 0)))]
     return ("<p>Window: flows scheduled to start in [warm-up, duration) of each run; a flow that had not received "
             "its last byte when the capture ended (drain included) is unfinished. Comparisons between AQMs use "
             "the flows that finished under both; these are the ones they leave out. <code>realized_load</code> is "
@@ -228,7 +240,7 @@ def render(results):
     for f in figs:
         with open(os.path.join(fdir, f), "rb") as fh:
             b = base64.b64encode(fh.read()).decode()
-        parts.append(f"<h3>{html.escape(f[:-4])}</h3><img alt='{html.escape(f)}' src='data:image/png;base64,{b}'>"
+        parts.append(f"<h3 id='{html.escape(f[:-4])}'>{html.escape(f[:-4])}</h3><img alt='{html.escape(f)}' src='data:image/png;base64,{b}'>"
                      + figure_caption(os.path.join(fdir, f[:-4])))
     parts.append("<h2>Where the testbed's CPU went (cpu.json, traffic window)</h2>" + cpu_section(runs))
     parts.append(f"<h2>Runs ({len(runs)}): manifest and fidelity</h2>")

@@ -32,8 +32,9 @@ def test_invalid_first_attempt_is_redone_and_kept(tmp_path):
     assert json.loads((run_dir / "fidelity.json").read_text())["valid"] is True          # the valid one is used
     assert json.loads((run_dir / "attempts" / "1" / "fidelity.json").read_text())["valid"] is False   # kept
     record = json.loads((run_dir / "attempts.json").read_text())
-    for r in record:     # the controller's wall time of each attempt, which the report sums
+    for r in record:     # the controller's wall time and commit of each attempt, which the report shows
         assert r.pop("wall_s") >= 0 and r.pop("started_utc").startswith("20")
+        assert len(r.pop("favorlab_commit").split()[0]) == 12
     assert record == [{"attempt": 1, "valid": False, "reasons": ["cpu_busy #1"]}, {"attempt": 2, "valid": True, "reasons": []}]
     assert not staging.exists()
 

@@ -15,7 +15,8 @@ def _run(tmp_path, rid, tries, valid=True):
 
 
 def test_summary_counts_attempts_and_sums_every_attempts_wall_time(tmp_path):
-    _run(tmp_path, "a", [{"attempt": 1, "valid": True, "wall_s": 120.0, "started_utc": "2026-11-23T10:00:00+00:00"}])
+    _run(tmp_path, "a", [{"attempt": 1, "valid": True, "wall_s": 120.0, "started_utc": "2026-11-23T10:00:00+00:00",
+                          "favorlab_commit": "0123456789ab"}])
     _run(tmp_path, "b", [{"attempt": 1, "valid": False, "wall_s": 100.0, "started_utc": "2026-11-23T10:02:00+00:00"},
                          {"attempt": 2, "valid": True, "wall_s": 140.0, "started_utc": "2026-11-23T10:04:00+00:00"}])
     runs = report.runs_section(str(tmp_path))
@@ -24,6 +25,8 @@ def test_summary_counts_attempts_and_sums_every_attempts_wall_time(tmp_path):
     assert "<b>1</b> holds" in s and "<b>1</b> insufficient data" in s
     w = report.wall_time(runs, now=datetime(2026, 11, 23, 10, 30, tzinfo=timezone.utc))
     assert "<b>6.0 min</b> of runs" in w and "<b>30.0 min</b> from the first run's start" in w
+    # provenance names the commit the runs were made from, not only the report's own
+    assert "<td>0123456789ab</td>" in report.provenance(runs, [])
 
 
 def test_wall_time_says_so_when_runs_did_not_record_it(tmp_path):
@@ -38,3 +41,10 @@ def test_cpu_section_names_the_groups_that_used_the_cpu(tmp_path):
         "processes": [{"group": "workload client", "share": 0.4}, {"group": "tcpdump", "share": 0.1}]}))
     s = report.cpu_section(report.runs_section(str(tmp_path)))
     assert "<td>85%</td>" in s and "workload client 40%; tcpdump 10%" in s
+
+
+def test_tables_name_the_aqms_as_the_paper_and_the_figures_do():
+    assert report.aqm_name("favor") == "FaQ" and report.aqm_name("droptail") == "DropTail"
+    assert report.aqm_name("not-in-aqms-yaml") == "not-in-aqms-yaml"
+    html = report.unfinished_section([{"aqm": "favor", "load": "0.5", "flows_window": "10", "steady": "0"}])
+    assert "Not steady: 1 run(s)</b>: FaQ at load 0.5" in html and "<td>FaQ</td>" in html

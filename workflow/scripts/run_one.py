@@ -62,7 +62,8 @@ def run_attempts(run_once, spec: dict, staging: Path, run_dir: Path, attempts: i
             return rc
         # the controller's view of the attempt (connect, copy, run, copy back): what a plan's wall time is made of
         (staging / str(n) / "controller.json").write_text(json.dumps(
-            {"started_utc": started.isoformat(timespec="seconds"), "wall_s": round(time.monotonic() - t0, 1)}) + "\n")
+            {"started_utc": started.isoformat(timespec="seconds"), "wall_s": round(time.monotonic() - t0, 1),
+             "favorlab_commit": favorlab_commit()}) + "\n")
         done.append(n)
     last = staging / str(done[-1])
     record = []
@@ -79,6 +80,17 @@ def run_attempts(run_once, spec: dict, staging: Path, run_dir: Path, attempts: i
     v = record[-1]
     log(f"run: {run_dir.name} {'valid' if v['valid'] else 'still INVALID'} after {len(record)} attempt(s)")
     return 0
+
+
+def favorlab_commit() -> str:
+    """The commit the controller ran this attempt from, and whether its tracked files differed from it."""
+    def git(*a):
+        r = subprocess.run(["git", "-C", str(REPO), *a], capture_output=True, text=True)
+        return r.stdout.strip() if r.returncode == 0 else ""
+    head = git("rev-parse", "--short=12", "HEAD")
+    if not head:
+        return "unknown (not a git checkout)"
+    return head + (" with uncommitted changes" if git("status", "--porcelain", "--untracked-files=no") else "")
 
 
 def attempt_spec(spec: dict, n: int) -> dict:
