@@ -38,14 +38,17 @@ def load_for(rate: float, mean_pkts: float, mbps: float) -> float:
     return round(rate * mean_pkts * PKT_BITS / (mbps * 1e6), 4)
 
 
-def config_for(base: dict, mean_pkts: float, rate: float, aqm: str, duration: float | None) -> dict:
+def config_for(base: dict, mean_pkts: float, rate: float, aqm: str, duration: float | None,
+               impl: str | None = None) -> dict:
     cfg = copy.deepcopy(base)
+    if impl:
+        cfg["workload_impl"] = impl
     cfg["sizes"] = dict(cfg["sizes"], mean_pkts=mean_pkts)
     cfg["loads"] = [load_for(rate, mean_pkts, cfg["topology"]["bottleneck_mbps"])]
     cfg["aqms"], cfg["iw"], cfg["replications"], cfg["attempts"] = [aqm], cfg["iw"][:1], 1, 1
     if duration:
         cfg["duration_s"] = duration
-    cfg["name"] = f"capacity-m{mean_pkts:g}"
+    cfg["name"] = f"capacity-m{mean_pkts:g}-{cfg['workload_impl']}"
     return favorconf.validate(cfg, f"capacity ramp at {rate:g} flows/s")
 
 
@@ -108,18 +111,20 @@ def main(argv=None) -> int:
     ap.add_argument("--mean-pkts", type=float, required=True, help="Pareto mean flow size (packets)")
     ap.add_argument("--rates", required=True, help="comma-separated arrival rates, flows/s, ascending")
     ap.add_argument("--aqm", default="droptail")
+    ap.add_argument("--impl", choices=("python", "go"), help="flow client/server (default: the base config's)")
     ap.add_argument("--duration", type=float, help="traffic duration (s); default the base config's")
     ap.add_argument("--out", type=Path, default=REPO / "results" / "capacity")
     ap.add_argument("--keep-up", action="store_true", help="leave the testbed running afterwards")
     a = ap.parse_args(argv)
     base = favorconf.load(a.base)
     rates = [float(x) for x in a.rates.split(",")]
-    out = a.out / f"m{a.mean_pkts:g}"
-    print(f"capacity ramp: {a.base}, Pareto mean {a.mean_pkts:g} pkts, {a.aqm}, rates {rates} flows/s -> {out}")
+    out = a.out / f"m{a.mean_pkts:g}-{a.impl or base['workload_impl']}-{a.aqm}"
+    print(f"capacity ramp: {a.base}, Pareto mean {a.mean_pkts:g} pkts, {a.aqm}, {a.impl or base['workload_impl']} "
+          f"workload, rates {rates} flows/s -> {out}")
     rows = []
     try:
         for rate in rates:
-            r = one_rate(config_for(base, a.mean_pkts, rate, a.aqm, a.duration), rate, out)
+            r = one_rate(config_for(base, a.mean_pkts, rate, a.aqm, a.duration, a.impl), rate, out)
             rows.append(r)
             print(fmt_row(r), flush=True)
             if not r["carried"]:
@@ -138,7 +143,8 @@ def main(argv=None) -> int:
     print(f"\ncapacity: {carried:g} flows/s carried (Pareto mean {a.mean_pkts:g})"
           + ("" if any(not r["carried"] for r in rows) else " or more: no rate of the ramp was too much"))
     print(f"rerun: .venv/bin/python workflow/scripts/capacity.py --base {a.base} --mean-pkts {a.mean_pkts:g} "
-          f"--rates {a.rates} --aqm {a.aqm}" + (f" --duration {a.duration:g}" if a.duration else ""))
+          f"--rates {a.rates} --aqm {a.aqm}" + (f" --impl {a.impl}" if a.impl else "")
+          + (f" --duration {a.duration:g}" if a.duration else ""))
     (out / "capacity.json").write_text(json.dumps({"rows": rows, "capacity_flows_per_s": carried}, indent=1) + "\n")
     return 0
 
