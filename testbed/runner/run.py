@@ -23,6 +23,8 @@ CPU_BUSY_LIMIT = 0.90     # a run whose guest CPU is busier than this ...
 CPU_BUSY_SUSTAINED = 0.10  # ... for more than this share of its samples is invalid
 RTT_TOLERANCE_MS = 3.0     # defaults of a spec's `fidelity` (favorconf.FIDELITY_DEFAULTS)
 RATE_MIN_SHARE = 0.90
+PF_KTHREAD = 0x00200000    # /proc/<pid>/stat flags: a kernel thread (an exited process has no command line either)
+KTHREAD = "[kernel thread]"
 PROC_SNAPSHOT_EVERY = 5   # seconds between per-process CPU snapshots (one costs ~10 ms of Python per 100 processes)
 PHANTOM_LOSS_MAX = 0.01     # share of favored packets whose phantom (favorqueue.p4) the traffic manager may drop
 
@@ -305,9 +307,20 @@ def proc_ticks() -> dict:
         except OSError:     # ended between listing and reading
             continue
         comm, rest = stat[stat.index("(") + 1:stat.rindex(")")], stat[stat.rindex(")") + 2:].split()
-        # rest[0] is field 3 (state): utime, stime, starttime are fields 14, 15 and 22
+        # rest[0] is field 3 (state): flags, utime, stime, starttime are fields 9, 14, 15 and 22
+        if int(rest[6]) & PF_KTHREAD:
+            cmd = KTHREAD
         procs[(int(d.name), rest[19])] = (comm, cmd, int(rest[11]), int(rest[12]))
     return procs
+
+
+def merge_ticks(procs: dict, newer: dict) -> None:
+    """Update a snapshot with a newer one. A process that exited and was not reaped yet (a zombie) has an
+    empty command line: it keeps the one seen before, so its time stays with its group."""
+    for k, v in newer.items():
+        if not v[1] and k in procs:
+            v = (v[0], procs[k][1], v[2], v[3])
+        procs[k] = v
 
 
 def process_group(comm: str, cmd: str) -> str:
@@ -320,7 +333,7 @@ def process_group(comm: str, cmd: str) -> str:
             return group
     if comm == "tcpdump":
         return "tcpdump"
-    if not cmd:             # kernel threads have no command line: ksoftirqd, kworker, rcu ...
+    if cmd == KTHREAD:      # ksoftirqd, kworker, rcu ...
         return "kernel threads (" + re.sub(r"[/:].*|[\d.]+$", "", comm) + ")"
     return comm
 
@@ -370,7 +383,7 @@ class CpuSampler(threading.Thread):
         while not self.halt.wait(1.0):
             n += 1
             if n % PROC_SNAPSHOT_EVERY == 0:    # a process that ends between two snapshots keeps its last one
-                self.procs1.update(proc_ticks())
+                merge_ticks(self.procs1, proc_ticks())
             t1, i1 = self._read()
             if t1 > t0:
                 self.samples.append(1 - (i1 - i0) / (t1 - t0))
@@ -529,7 +542,7 @@ class Run:
         cpu.halt.set()
         cpu.join()
         self.checks.update(cpu.check())
-        cpu.procs1.update(proc_ticks())
+        merge_ticks(cpu.procs1, proc_ticks())
         self.write_json("cpu.json", cpu_breakdown(cpu.modes0, cpu_modes(), cpu.procs0, cpu.procs1))
         time.sleep(1.0)
         self.stop_servers()

@@ -318,7 +318,7 @@ def test_cpu_breakdown_charges_each_process_group_its_own_ticks():
     procs1 = {(10, "5"): ("python3", "python3 -m workloads.client --host a1", 300, 60),
               (11, "6"): ("tcpdump", "tcpdump -i a1-eth0", 25, 85),
               (12, "900"): ("python3", "python3 -m workloads.client --host a2", 40, 0),   # same PID, new process
-              (13, "8"): ("ksoftirqd/1", "", 0, 50)}
+              (13, "8"): ("ksoftirqd/1", runmod.KTHREAD, 0, 50)}
     b = runmod.cpu_breakdown(modes0, modes1, procs0, procs1)
     assert b["window_ticks"] == 1000
     assert b["modes"]["user"] == 0.3 and b["modes"]["softirq"] == 0.3 and b["modes"]["idle"] == 0.3
@@ -368,3 +368,16 @@ def test_trace_check_reads_the_recorders_last_line(tmp_path):
     f.write_text("t,dev,verdict\n1.0,rl-eth1,favored\n")      # killed before it could finish
     assert not runmod.trace_check(f)["ok"]
     assert not runmod.trace_check(tmp_path / "missing.csv")["ok"]
+
+
+def test_an_exited_process_keeps_its_group():
+    """A client that has exited but is not reaped yet shows an empty command line: its time must stay
+    with the workload client, not become a nameless group."""
+    procs = {(10, "5"): ("python3", "python3 -m workloads.client --host a1", 100, 10)}
+    runmod.merge_ticks(procs, {(10, "5"): ("python3", "", 300, 60), (11, "6"): ("tcpdump", "tcpdump -i x", 1, 1)})
+    assert procs[(10, "5")] == ("python3", "python3 -m workloads.client --host a1", 300, 60)
+    assert runmod.process_group("python3", "") == "python3"        # never taken for a kernel thread
+    me = [v for (pid, _), v in runmod.proc_ticks().items() if pid == os.getpid()][0]
+    assert me[1] != runmod.KTHREAD
+    kthreads = [v for v in runmod.proc_ticks().values() if v[1] == runmod.KTHREAD]
+    assert any(v[0] == "kthreadd" for v in kthreads)                # PID 2, the kernel threads' parent
