@@ -75,8 +75,8 @@ def test_report_embeds_figures_verdict_and_invalid_runs(results):
     assert "nstat_TcpExtTCPTimeouts" in h
     assert "src='figures/" not in h  # self-contained
     # each figure has its caption under it: the paper's figure, then ours from the figure's table
-    f3 = h[h.index("<h3>F3</h3>"):]
-    f3 = f3[:f3.index("<h3>", 5)]
+    f3 = h[h.index("<h3 id='F3'>F3</h3>"):]
+    f3 = f3[:f3.index("<h3 ", 5)]
     assert "<p class='caption'>Paper (Fig. 3): FaQ&#x27;s mean latency stays below" in f3
     assert "Here: FaQ below DropTail at 0 of 1 loads, equal at 1. n = 5 flows from 1 run per point and AQM." in f3
 
