@@ -28,12 +28,12 @@ var clientColumns = []string{"flow_id", "src", "dst", "size_bytes", "scheduled_s
 const earlySleep = 2 * time.Millisecond
 
 type flowRun struct {
-	f                                              flow
-	actualStart, connect, firstByte, lastByte, end fopt
-	bytes                                          int64
-	outcome                                        string // "" while running; "not_started" until started
-	errText                                        string
-	conn                                           net.Conn
+	f                         flow
+	actualStart, connect, end fopt
+	received
+	outcome string // "" while running; "not_started" until started
+	errText string
+	conn    net.Conn
 }
 
 type client struct {
@@ -218,12 +218,7 @@ func (c *client) pullFlow(r *flowRun, tc *net.TCPConn) {
 		n, err := tc.Read(buf)
 		if n > 0 {
 			c.mu.Lock()
-			now := fv(c.clk.rel())
-			if !r.firstByte.ok {
-				r.firstByte = now
-			}
-			r.lastByte = now
-			r.bytes += int64(n)
+			r.got(fv(c.clk.rel()), n)
 			c.mu.Unlock()
 		}
 		if err == io.EOF {

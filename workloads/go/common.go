@@ -140,6 +140,21 @@ type fopt struct {
 
 func fv(v float64) fopt { return fopt{true, v} }
 
+// received: the arrival record of a flow's data, kept the same way by the client (pull) and the server
+// (push); the caller holds the lock that guards the flow.
+type received struct {
+	firstByte, lastByte fopt
+	bytes               int64
+}
+
+func (r *received) got(now fopt, n int) {
+	if !r.firstByte.ok {
+		r.firstByte = now
+	}
+	r.lastByte = now
+	r.bytes += int64(n)
+}
+
 func fmtF(f fopt) string {
 	if !f.ok {
 		return ""

@@ -21,13 +21,12 @@ import (
 var serverColumns = []string{"flow_id", "peer", "first_byte_s", "last_byte_s", "bytes", "outcome", "error"}
 
 type srvFlow struct {
-	id                  int64
-	hasID               bool
-	peer                string
-	firstByte, lastByte fopt
-	bytes               int64
-	outcome, errText    string
-	conn                net.Conn
+	id    int64
+	hasID bool
+	peer  string
+	received
+	outcome, errText string
+	conn             net.Conn
 }
 
 type server struct {
@@ -99,12 +98,7 @@ func (s *server) sink(f *srvFlow, tc *net.TCPConn) {
 		n, err := tc.Read(buf)
 		if n > 0 {
 			s.mu.Lock()
-			now := fv(s.clk.rel())
-			if !f.firstByte.ok {
-				f.firstByte = now
-			}
-			f.lastByte = now
-			f.bytes += int64(n)
+			f.got(fv(s.clk.rel()), n)
 			if nh < headerBytes {
 				k := copy(head[nh:], buf[:n])
 				nh += k
