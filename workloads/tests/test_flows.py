@@ -1,6 +1,7 @@
 """Client and server against each other: every scheduled flow accounted for, bytes exact, outcomes right.
 
 Each test runs against both implementations (the `impl` fixture, conftest.py): Python and Go (workloads/go)."""
+import contextlib
 import os
 import random
 import socket
@@ -82,13 +83,18 @@ def test_refused_connections_are_logged_as_refused(tmp_path, impl):
     assert all("refused" in r["error"].lower() and r["connect_s"] == "" for r in c)
 
 
-def test_a_flow_the_server_never_finishes_times_out(tmp_path, impl):
-    # a listener that never accepts: the handshake completes in the kernel, the EOF never comes
-    small_schedule(tmp_path / "s.csv", n=3, rate=50)
+@contextlib.contextmanager
+def silent_listener():
+    """A port whose listener never accepts: the handshake completes in the kernel, the EOF never comes."""
     with socket.socket() as ls:
         ls.bind(("127.0.0.1", 0))
         ls.listen(16)
-        port = ls.getsockname()[1]
+        yield ls.getsockname()[1]
+
+
+def test_a_flow_the_server_never_finishes_times_out(tmp_path, impl):
+    small_schedule(tmp_path / "s.csv", n=3, rate=50)
+    with silent_listener() as port:
         _, p = run_client(tmp_path / "s.csv", "a1", {"a1": "127.0.0.1", "b1": "127.0.0.1"}, tmp_path / "c.csv",
                           port, extra=("--flow-timeout", "1"), impl=impl)
     c = rows(tmp_path / "c.csv")
@@ -195,10 +201,7 @@ def test_client_sigterm_writes_its_log(tmp_path, impl):
     import signal
     import time
     small_schedule(tmp_path / "s.csv", n=3, rate=50)
-    with socket.socket() as ls:
-        ls.bind(("127.0.0.1", 0))
-        ls.listen(16)
-        port = ls.getsockname()[1]
+    with silent_listener() as port:
         (tmp_path / "h.json").write_text(json.dumps({"a1": "127.0.0.1", "b1": "127.0.0.1"}))
         p = subprocess.Popen([*impl.client, "--schedule", str(tmp_path / "s.csv"), "--host", "a1", "--hosts",
                               str(tmp_path / "h.json"), "--t0", str(time.time()), "--log", str(tmp_path / "c.csv"),
