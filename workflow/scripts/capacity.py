@@ -87,7 +87,10 @@ def summarize(rate: float, load: float, run_dir: Path) -> dict:
     c = fid["checks"]
     busy = c.get("cpu_busy", {}).get("measured", {})
     lat = c.get("lateness_p99_ms", {}).get("measured")
-    flows = sum(1 for f in (run_dir / "flows").glob("client-*.csv") for _ in f.open()) - len(list((run_dir / "flows").glob("client-*.csv")))
+    flows = 0
+    for log in (run_dir / "flows").glob("client-*.csv"):
+        with log.open() as f:
+            flows += sum(1 for _ in f) - 1     # rows under the header
     return {"rate": rate, "load": load, "valid": fid["valid"], "reasons": fid["reasons"],
             "carried": not capacity_failures(fid), "failed": capacity_failures(fid), "flows_logged": flows,
             "cpu_mean": busy.get("mean"), "cpu_over_limit": busy.get("share_over_limit"), "lateness": lat,
