@@ -10,6 +10,7 @@ run left unfinished (which every comparison leaves out).
 import argparse
 import base64
 import csv
+import functools
 import html
 import json
 import os
@@ -26,13 +27,16 @@ STATUSES = ["holds", "does not hold", "insufficient data", "not run"]
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
+@functools.cache
+def paper_names():
+    import yaml
+    with open(os.path.join(REPO, "config", "aqms.yaml")) as f:
+        return {k: v.get("paper_name", k) for k, v in (yaml.safe_load(f) or {}).items()}
+
+
 def aqm_name(key):
     """The paper's name of an AQM (config/aqms.yaml `paper_name`), as the figures show it; else the key."""
-    if not hasattr(aqm_name, "names"):
-        import yaml
-        with open(os.path.join(REPO, "config", "aqms.yaml")) as f:
-            aqm_name.names = {k: v.get("paper_name", k) for k, v in (yaml.safe_load(f) or {}).items()}
-    return aqm_name.names.get(key, key)
+    return paper_names().get(key, key)
 
 
 def _read(path, default=None):
