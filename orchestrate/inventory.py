@@ -40,7 +40,7 @@ def private_key(path: str) -> str:
 
 def render(inv: dict, header: str) -> str:
     lines = "".join(f"# {line}\n".replace("# \n", "#\n") for line in header.splitlines())
-    return lines + yaml.safe_dump(inv, sort_keys=False, default_flow_style=False)
+    return lines + yaml.safe_dump(inv, sort_keys=False, default_flow_style=False, width=1000)
 
 
 def write(inv: dict, out: str, header: str, force: bool = False) -> None:
