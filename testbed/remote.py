@@ -1,7 +1,7 @@
 """Controller side of one run: push the run spec to a testbed host, run it there, pull the run back.
 
     python -m testbed.remote --ssh-host 127.0.0.1 --ssh-port P --ssh-key K --ssh-user root \\
-        [--known-hosts F] --spec run.json --schedule schedule.csv --run-dir results/<cfg>/runs/<run_id>
+        [--known-hosts F] [--ssh-args='-o ProxyCommand=...'] --spec run.json --schedule schedule.csv --run-dir results/<cfg>/runs/<run_id>
     python -m testbed.remote --vm NAME --spec ... --schedule ... --run-dir ...
 
 Works in <run-dir>.partial (a leftover one from an interrupted attempt is removed first) and renames it
@@ -78,9 +78,18 @@ def vm_target(name: str) -> dict:
 
 
 class Ssh:
-    def __init__(self, host, port, user, key=None, known_hosts=None):
+    """ssh/rsync to a testbed host. A login other than root (CloudLab, FABRIC: a user with passwordless
+    sudo) runs every command and the remote rsync through sudo, as the runner needs root. ssh_args are
+    the inventory's ansible_ssh_common_args (FABRIC: the ProxyCommand through its bastion); they come
+    first because ssh keeps the first value it is given for an option."""
+
+    def __init__(self, host, port, user, key=None, known_hosts=None, ssh_args=None):
         self.dest = f"{user}@{host}"
-        opts = ["-p", str(port), "-o", "BatchMode=yes", "-o", "ServerAliveInterval=15", "-o", "ConnectTimeout=20"]
+        # rsync reads host:path, so an IPv6 address needs brackets there (ssh takes it bare)
+        self.rsync_dest = f"{user}@[{host}]" if ":" in str(host) else self.dest
+        self.sudo = user != "root"
+        opts = shlex.split(ssh_args or "")
+        opts += ["-p", str(port), "-o", "BatchMode=yes", "-o", "ServerAliveInterval=15", "-o", "ConnectTimeout=20"]
         if key:
             opts += ["-i", str(key), "-o", "IdentitiesOnly=yes"]
         if known_hosts:
@@ -92,8 +101,15 @@ class Ssh:
     def ssh_cmd(self) -> str:
         return "ssh " + " ".join(shlex.quote(o) for o in self.opts)
 
+    def at(self, path: str) -> str:
+        """The rsync argument for `path` on the host."""
+        return f"{self.rsync_dest}:{path}"
+
+    def command(self, cmd: str) -> str:
+        return f"sudo -n sh -c {shlex.quote(cmd)}" if self.sudo else cmd
+
     def run(self, cmd: str, stream=False) -> int:
-        argv = ["ssh", *self.opts, self.dest, cmd]
+        argv = ["ssh", *self.opts, self.dest, self.command(cmd)]
         if stream:
             p = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
             for line in p.stdout:
@@ -102,7 +118,8 @@ class Ssh:
         return subprocess.run(argv).returncode
 
     def rsync(self, src: str, dst: str) -> None:
-        p = subprocess.run(["rsync", "-a", "--partial", "-e", self.ssh_cmd(), src, dst],
+        sudo = ["--rsync-path=sudo -n rsync"] if self.sudo else []
+        p = subprocess.run(["rsync", "-a", "--partial", *sudo, "-e", self.ssh_cmd(), src, dst],
                            capture_output=True, text=True)
         if p.returncode:
             raise RemoteError(f"rsync {src} -> {dst} failed: {p.stderr.strip()}")
@@ -115,10 +132,10 @@ def execute(ssh: Ssh, run_dir: Path, spec: Path | None, schedule: Path | None) -
     print(f"remote: {run_id} -> {ssh.dest}:{remote}", flush=True)
     if ssh.run(f"rm -rf {shlex.quote(remote)} && mkdir -p {shlex.quote(remote)}"):
         raise RemoteError(f"cannot create {remote} on {ssh.dest} (is the host reachable and provisioned?)")
-    ssh.rsync(f"{part}/run.json", f"{ssh.dest}:{remote}/")
-    ssh.rsync(f"{part}/schedule.csv", f"{ssh.dest}:{remote}/")
+    ssh.rsync(f"{part}/run.json", ssh.at(f"{remote}/"))
+    ssh.rsync(f"{part}/schedule.csv", ssh.at(f"{remote}/"))
     rc = ssh.run(f"cd {REMOTE_REPO} && python3 -m testbed.runner --run-dir {shlex.quote(remote)}", stream=True)
-    ssh.rsync(f"{ssh.dest}:{remote}/", f"{part}/")
+    ssh.rsync(ssh.at(f"{remote}/"), f"{part}/")
     if rc:
         raise RemoteError(f"the runner on {ssh.dest} exited with {rc}; its log is {part}/log/runner.log")
     ssh.run(f"rm -rf {shlex.quote(remote)}")
@@ -137,6 +154,7 @@ def main(argv=None) -> int:
     ap.add_argument("--ssh-user", default="root")
     ap.add_argument("--ssh-key")
     ap.add_argument("--known-hosts")
+    ap.add_argument("--ssh-args", help="more ssh options, as one string (the inventory's ansible_ssh_common_args)")
     ap.add_argument("--spec", type=Path)
     ap.add_argument("--schedule", type=Path)
     ap.add_argument("--run-dir", required=True, type=Path)
@@ -146,7 +164,7 @@ def main(argv=None) -> int:
             t = vm_target(a.vm)
         elif a.ssh_host:
             t = {"host": a.ssh_host, "port": a.ssh_port, "user": a.ssh_user, "key": a.ssh_key,
-                 "known_hosts": a.known_hosts}
+                 "known_hosts": a.known_hosts, "ssh_args": a.ssh_args}
         else:
             raise RemoteError("give --vm NAME or --ssh-host HOST")
         run_dir = a.run_dir.resolve()

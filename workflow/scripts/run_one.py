@@ -125,6 +125,8 @@ def main() -> None:
                "--spec", str(spec_file), "--schedule", str(a.schedule.resolve()), "--run-dir", str(dest)]
         if t.get("key"):
             cmd += ["--ssh-key", t["key"]]
+        if tb["kind"] == "ssh" and t.get("ssh_args"):   # FABRIC's bastion; "=": the value starts with "-o"
+            cmd += [f"--ssh-args={t['ssh_args']}"]
         print(f"run: {spec['run_id']} attempt {dest.name} on {t['host']}:{t['port']}", flush=True)
         rc = subprocess.run(cmd, cwd=REPO).returncode
         spec_file.unlink(missing_ok=True)

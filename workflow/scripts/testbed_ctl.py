@@ -13,6 +13,7 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
+import shlex
 import subprocess
 import sys
 from pathlib import Path
@@ -71,10 +72,14 @@ def target(tb: dict) -> dict:
 
 
 def ssh(t: dict, command: str) -> subprocess.CompletedProcess:
+    # shlex: a FABRIC ProxyCommand is one quoted option with spaces; sudo: the marker lives in /run,
+    # and CloudLab and FABRIC log in as a user with passwordless sudo, not as root
     args = ["ssh", "-p", str(t["port"]), "-o", "BatchMode=yes"]
     if t.get("key"):
         args += ["-i", t["key"]]
-    args += t["ssh_args"].split() if t.get("ssh_args") else []
+    args += shlex.split(t.get("ssh_args") or "")
+    if t["user"] != "root":
+        command = f"sudo -n sh -c {shlex.quote(command)}"
     # its own stdin: ssh leaves a shared one non-blocking when it dies mid-session (see favorvm's probe)
     return subprocess.run(args + [f"{t['user']}@{t['host']}", command], capture_output=True, text=True,
                           stdin=subprocess.DEVNULL)

@@ -1,0 +1,76 @@
+"""Real testbed hosts over SSH (CloudLab, FABRIC: orchestrate/): a login with sudo instead of root, the
+inventory's ssh options (FABRIC's ProxyCommand through its bastion, one option with spaces), and IPv6
+management addresses. The commands are checked as built; nothing connects anywhere."""
+import shlex
+import subprocess
+import sys
+
+import pytest
+
+from orchestrate.inventory import REPO
+from testbed import remote
+
+sys.path.insert(0, str(REPO / "workflow" / "scripts"))
+import testbed_ctl  # noqa: E402
+
+PROXY = 'ProxyCommand=ssh -i /keys/bastion -W [%h]:%p alice_0000012345@bastion.fabric-testbed.net'
+FABRIC_ARGS = f'-o StrictHostKeyChecking=accept-new -o "{PROXY}"'
+
+
+@pytest.fixture
+def argvs(monkeypatch):
+    seen = []
+
+    def fake_run(argv, *a, **kw):
+        seen.append(argv)
+        return subprocess.CompletedProcess(argv, 0, stdout="", stderr="")
+    monkeypatch.setattr(subprocess, "run", fake_run)
+    return seen
+
+
+def test_fabric_host_ipv6_behind_the_bastion(argvs):
+    ssh = remote.Ssh("2001:db8:a0::10", 22, "ubuntu", key="/keys/slice", ssh_args=FABRIC_ARGS)
+    assert ssh.opts[:4] == ["-o", "StrictHostKeyChecking=accept-new", "-o", PROXY]
+    assert ssh.dest == "ubuntu@2001:db8:a0::10"                 # ssh takes it bare
+    assert ssh.at("/var/lib/favorlab/runs/r1/") == "ubuntu@[2001:db8:a0::10]:/var/lib/favorlab/runs/r1/"
+    ssh.run("cd /opt/favorlab && python3 -m testbed.runner --run-dir /var/lib/favorlab/runs/r1")
+    assert argvs[-1][-2:] == ["ubuntu@2001:db8:a0::10",
+                              "sudo -n sh -c 'cd /opt/favorlab && python3 -m testbed.runner --run-dir /var/lib/favorlab/runs/r1'"]
+    ssh.rsync("/tmp/run.json", ssh.at("/var/lib/favorlab/runs/r1/"))
+    argv = argvs[-1]
+    assert "--rsync-path=sudo -n rsync" in argv
+    assert shlex.split(argv[argv.index("-e") + 1])[1:] == ssh.opts   # rsync honours the quotes too
+
+
+def test_root_login_unchanged(argvs):
+    """The local VM and root logins: no sudo, no rsync path, the host as it was."""
+    ssh = remote.Ssh("127.0.0.1", 2222, "root", key="/k", known_hosts="/kh")
+    assert ssh.at("/x/") == "root@127.0.0.1:/x/" and ssh.opts[:2] == ["-p", "2222"]
+    ssh.run("rm -rf /x")
+    assert argvs[-1][-1] == "rm -rf /x"
+    ssh.rsync("/a", ssh.at("/x/"))
+    assert not any(a.startswith("--rsync-path") for a in argvs[-1])
+
+
+def test_remote_cli_passes_ssh_args(monkeypatch, tmp_path):
+    got = {}
+    monkeypatch.setattr(remote, "execute", lambda ssh, *a: got.setdefault("ssh", ssh))
+    assert remote.main(["--ssh-host", "192.0.2.7", "--ssh-user", "alice", f"--ssh-args={FABRIC_ARGS}",
+                        "--run-dir", str(tmp_path / "r")]) == 0
+    assert got["ssh"].opts[:4] == ["-o", "StrictHostKeyChecking=accept-new", "-o", PROXY]
+    assert got["ssh"].sudo
+
+
+def test_testbed_ctl_ssh_keeps_the_proxy_whole_and_uses_sudo(argvs):
+    t = {"host": "2001:db8:a0::10", "port": 22, "user": "ubuntu", "key": "/keys/slice", "ssh_args": FABRIC_ARGS}
+    testbed_ctl.ssh(t, "mkdir -p $(dirname /run/favorlab/provisioned) && echo h > /run/favorlab/provisioned")
+    argv = argvs[-1]
+    assert "-o" in argv and PROXY in argv
+    assert argv[-2:] == ["ubuntu@2001:db8:a0::10", "sudo -n sh -c 'mkdir -p $(dirname /run/favorlab/provisioned) "
+                                                   "&& echo h > /run/favorlab/provisioned'"]
+
+
+def test_testbed_ctl_ssh_for_the_vm_as_before(argvs):
+    vm_args = "-o UserKnownHostsFile=/c/known_hosts -o StrictHostKeyChecking=yes -o IdentitiesOnly=yes -o ConnectTimeout=20"
+    testbed_ctl.ssh({"host": "127.0.0.1", "port": 40123, "user": "root", "key": "/k", "ssh_args": vm_args}, "cat /m")
+    assert argvs[-1] == ["ssh", "-p", "40123", "-o", "BatchMode=yes", "-i", "/k", *vm_args.split(), "root@127.0.0.1", "cat /m"]
