@@ -47,8 +47,8 @@ def fabric_inventory(nodes: list[dict], bastion: dict) -> dict:
     hosts = {}
     for n in nodes:
         if not n.get("address"):
-            raise InventoryError(f"node {n['name']} has no management address yet; wait until the "
-                                 f"slice is StableOK, then run create again with the same --name")
+            raise InventoryError(f"node {n['name']} has no management address: fablib reported none "
+                                 f"(the slice's page in the FABRIC portal shows its state)")
         hosts[n["name"]] = {"ansible_host": str(n["address"]).strip("[]"), "ansible_user": n["user"],
                             "ansible_become": True, "ansible_ssh_private_key_file": n["key"],
                             "ansible_ssh_common_args": common}

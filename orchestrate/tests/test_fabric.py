@@ -72,7 +72,7 @@ def test_bad_bastion_settings(bastion, message):
 
 
 def test_node_without_address():
-    with pytest.raises(InventoryError, match="node node0 has no management address yet"):
+    with pytest.raises(InventoryError, match="node node0 has no management address"):
         fabric.fabric_inventory([{"name": "node0", "address": None, "user": "u", "key": "/k"}], BASTION)
 
 
