@@ -90,7 +90,9 @@ func (s *server) handle(conn net.Conn) {
 
 // sink (push): receive size bytes to EOF.
 func (s *server) sink(f *srvFlow, tc *net.TCPConn) {
-	buf := make([]byte, chunk)
+	bp := chunks.Get().(*[]byte)
+	defer chunks.Put(bp)
+	buf := *bp
 	var head [headerBytes]byte
 	nh := 0
 	var size int64
@@ -132,7 +134,9 @@ func (s *server) sink(f *srvFlow, tc *net.TCPConn) {
 
 // source (pull): read the header, then send size bytes (the header first) and close.
 func (s *server) source(f *srvFlow, tc *net.TCPConn) {
-	buf := make([]byte, chunk)
+	bp := chunks.Get().(*[]byte)
+	defer chunks.Put(bp)
+	buf := *bp
 	n, err := io.ReadFull(tc, buf[:headerBytes])
 	if err == io.EOF || err == io.ErrUnexpectedEOF {
 		s.finish(f, "short", fmt.Sprintf("EOF after %d header bytes", n))
