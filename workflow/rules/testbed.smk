@@ -6,6 +6,12 @@
 import json
 
 
+# A local guest's vCPUs are this machine's cores: a run there holds them all, so no extraction or figure
+# job runs beside it and takes CPU from the guest (what the runner's CPU and lateness checks would then
+# catch as the testbed's fault). A real host's run leaves the controller's cores free.
+RUN_THREADS = workflow.cores if CFG["testbed"]["kind"] == "local-vm" else 1
+
+
 def _spec(wc):
     return favorconf.run_spec(CFG, RUNS[wc.run_id])
 
@@ -18,6 +24,7 @@ rule run:
     params:
         spec=_spec,
         testbed=CFG["testbed"],
+    threads: RUN_THREADS
     resources:
         testbed=1,
     log:
