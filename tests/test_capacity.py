@@ -2,6 +2,8 @@
 itself runs on the guest (the command is in testbed/README.md)."""
 import json
 
+import pytest
+
 import capacity
 import favorconf
 
@@ -34,3 +36,13 @@ def test_late_flows_or_a_busy_cpu_mean_the_testbed_did_not_carry_the_rate(tmp_pa
     late = dict(ok, lateness_p99_ms={"ok": False, "measured": 250.0, "severity": "warning"})
     r = capacity.summarize(20, 0.72, _run(tmp_path / "late", late))
     assert not r["carried"] and r["failed"] == ["lateness_p99_ms"]
+
+
+def test_a_rate_at_load_one_or_more_is_refused_before_anything_starts(tmp_path, capsys):
+    out = tmp_path / "cap"
+    with pytest.raises(SystemExit) as e:
+        capacity.main(["--mean-pkts", "10", "--rates", "60,90", "--out", str(out)])
+    assert e.value.code == 2
+    err = capsys.readouterr().err
+    assert "--rates 90: load 1 or more" in err and "below 83.3 flows/s" in err and "Fix:" in err
+    assert not out.exists()                            # nothing was started

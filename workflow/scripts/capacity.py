@@ -12,8 +12,9 @@ workload's scheduling lateness (the checks of testbed/runner, unchanged). A run 
 reason (the bottleneck's rate, an RTT) is reported and the ramp goes on, since it says nothing of CPU.
 
 Prints one row per rate (flows offered, CPU busy share and time over the limit, lateness p99, where the
-CPU went) and the capacity: the highest rate carried with every lower rate carried too. Rates above 1.0
-load overload the bottleneck by design; raise the base config's bottleneck to ramp further at load < 1.
+CPU went) and the capacity: the highest rate carried with every lower rate carried too. A rate at load 1
+or more is refused before anything starts (a schedule's load is below 1); raise the base config's
+bottleneck to ramp further.
 """
 from __future__ import annotations
 
@@ -121,6 +122,14 @@ def main(argv=None) -> int:
     a = ap.parse_args(argv)
     base = favorconf.load(a.base)
     rates = [float(x) for x in a.rates.split(",")]
+    mbps = base["topology"]["bottleneck_mbps"]
+    over = [r for r in rates if load_for(r, a.mean_pkts, mbps) >= 1]
+    if over:
+        top = mbps * 1e6 / (a.mean_pkts * PKT_BITS)
+        ap.error(f"--rates {','.join(f'{r:g}' for r in over)}: load 1 or more on the {mbps:g} Mb/s bottleneck "
+                 f"(a schedule's load must be below 1; with mean {a.mean_pkts:g} packets that is below "
+                 f"{top:.1f} flows/s). Fix: lower the rates, or ramp further with a --base config whose "
+                 f"bottleneck_mbps is higher")
     out = a.out / f"m{a.mean_pkts:g}-{a.impl or base['workload_impl']}-{a.aqm}"
     print(f"capacity ramp: {a.base}, Pareto mean {a.mean_pkts:g} pkts, {a.aqm}, {a.impl or base['workload_impl']} "
           f"workload, rates {rates} flows/s -> {out}")
