@@ -198,12 +198,14 @@ def cpu_section(runs, top=4):
         rows.append({"run": r["run"], "valid": r["valid"],
                      "busy": f"{1 - m.get('idle', 0) - m.get('iowait', 0):.0%}",
                      **{k: f"{m.get(k, 0):.0%}" for k in ("user", "system", "softirq")},
+                     "memory peak": (f"{c['mem_peak_used_mib']} of {c['mem_total_mib']} MiB"
+                                     if "mem_peak_used_mib" in c else "not recorded"),
                      "top process groups": "; ".join(f"{g['group']} {g['share']:.0%}" for g in c.get("processes", [])[:top])})
     if not rows:
         return "<p>no cpu.json in these runs (made before the runner recorded it)</p>"
     return ("<p>Shares of all CPU time of all the testbed's CPUs over the traffic window; softirq is the kernel's "
             "packet processing, charged to no process.</p>"
-            + table(rows, ["run", "valid", "busy", "user", "system", "softirq", "top process groups"]))
+            + table(rows, ["run", "valid", "busy", "user", "system", "softirq", "memory peak", "top process groups"]))
 
 
 def figure_caption(stem):

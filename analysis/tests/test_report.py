@@ -41,6 +41,10 @@ def test_cpu_section_names_the_groups_that_used_the_cpu(tmp_path):
         "processes": [{"group": "workload client", "share": 0.4}, {"group": "tcpdump", "share": 0.1}]}))
     s = report.cpu_section(report.runs_section(str(tmp_path)))
     assert "<td>85%</td>" in s and "workload client 40%; tcpdump 10%" in s
+    assert "<td>not recorded</td>" in s                # made before the runner sampled memory
+    c = json.loads((tmp_path / "a" / "cpu.json").read_text())
+    (tmp_path / "a" / "cpu.json").write_text(json.dumps(dict(c, mem_total_mib=1987, mem_peak_used_mib=412)))
+    assert "<td>412 of 1987 MiB</td>" in report.cpu_section(report.runs_section(str(tmp_path)))
 
 
 def test_tables_name_the_aqms_as_the_paper_and_the_figures_do():

@@ -361,13 +361,22 @@ def cpu_breakdown(modes0, modes1, procs0, procs1) -> dict:
                     f"inside it is counted up to its last snapshot (every {PROC_SNAPSHOT_EVERY} s)"}
 
 
+def mem_used_mib() -> tuple[int, int]:
+    """(total, in use) in MiB: MemTotal - MemAvailable, what the kernel could not give back without swapping."""
+    kv = dict(line.split(":", 1) for line in Path("/proc/meminfo").read_text().splitlines() if ":" in line)
+    total, avail = (int(kv[k].split()[0]) // 1024 for k in ("MemTotal", "MemAvailable"))
+    return total, total - avail
+
+
 class CpuSampler(threading.Thread):
-    """Guest CPU busy share from /proc/stat, once a second."""
+    """Guest CPU busy share from /proc/stat, once a second, and the most memory in use (the guest's size
+    is chosen from both: testbed/README.md)."""
 
     def __init__(self):
         super().__init__(daemon=True)
         self.samples: list[float] = []
         self.halt = threading.Event()
+        self.mem_total, self.mem_peak = mem_used_mib()
 
     @staticmethod
     def _read():
@@ -384,6 +393,7 @@ class CpuSampler(threading.Thread):
             n += 1
             if n % PROC_SNAPSHOT_EVERY == 0:    # a process that ends between two snapshots keeps its last one
                 merge_ticks(self.procs1, proc_ticks())
+            self.mem_peak = max(self.mem_peak, mem_used_mib()[1])
             t1, i1 = self._read()
             if t1 > t0:
                 self.samples.append(1 - (i1 - i0) / (t1 - t0))
@@ -549,7 +559,8 @@ class Run:
         cpu.join()
         self.checks.update(cpu.check())
         merge_ticks(cpu.procs1, proc_ticks())
-        self.write_json("cpu.json", cpu_breakdown(cpu.modes0, cpu_modes(), cpu.procs0, cpu.procs1))
+        self.write_json("cpu.json", dict(cpu_breakdown(cpu.modes0, cpu_modes(), cpu.procs0, cpu.procs1),
+                                         mem_total_mib=cpu.mem_total, mem_peak_used_mib=cpu.mem_peak))
         time.sleep(1.0)
         self.stop_servers()
         self.stop_trace()

@@ -121,6 +121,21 @@ def test_cpu_check_flags_sustained_saturation():
     assert c.check()["cpu_busy"]["ok"]
 
 
+def test_sampler_keeps_the_most_memory_in_use(monkeypatch):
+    """The peak, not the last sample: the guest's memory size is chosen from it."""
+    seq = iter([(2000, 300), (2000, 900), (2000, 400)])
+    monkeypatch.setattr(runmod, "mem_used_mib", lambda: next(seq))
+    c = runmod.CpuSampler()
+    c.halt.wait = lambda t, _n=iter([False, False, True]): next(_n)   # two samples, then halt
+    c.run()
+    assert (c.mem_total, c.mem_peak) == (2000, 900)
+
+
+def test_mem_used_reads_this_host():
+    total, used = runmod.mem_used_mib()
+    assert 0 < used < total
+
+
 def test_rate_probe_retries_a_low_probe_and_keeps_every_attempt(monkeypatch):
     """A stalled probe is tried again and the best kept; a link that stays slow fails after 3 probes."""
     def probes(*rates):
