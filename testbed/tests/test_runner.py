@@ -136,6 +136,24 @@ def test_mem_used_reads_this_host():
     assert 0 < used < total
 
 
+def test_rtt_probe_checks_every_path_against_its_own_rtt_and_probes_them_at_once(monkeypatch):
+    import time as _t
+    hostsj = {"hosts": {h: {"ip": f"10.0.0.{i}"} for i, h in enumerate(["a1", "a2", "b1", "b2"], 1)},
+              "paths_rtt_ms": {"a1-b1": 4.0, "a1-b2": 74.0, "a2-b1": 28.0, "a2-b2": 98.0}}
+    measured = {("a1", "10.0.0.3"): 4.8, ("a1", "10.0.0.4"): 75.1, ("a2", "10.0.0.3"): 35.0, ("a2", "10.0.0.4"): None}
+
+    def fake_ping(net, src, ip, count=4):
+        _t.sleep(0.2)
+        return measured[(src, ip)]
+    monkeypatch.setattr(runmod, "ping_rtt", fake_ping)
+    t = _t.monotonic()
+    c = runmod.probe_rtts(None, hostsj, tolerance_ms=3.0)
+    assert _t.monotonic() - t < 0.8                    # 4 paths x 2 pings x 0.2 s one after another: 1.6 s
+    assert {k: v["ok"] for k, v in c.items()} == {"rtt_a1-b1_ms": True, "rtt_a1-b2_ms": True,
+                                                    "rtt_a2-b1_ms": False, "rtt_a2-b2_ms": False}
+    assert c["rtt_a2-b1_ms"]["measured"] == 35.0 and c["rtt_a2-b1_ms"]["tolerance_ms"] == 3.56
+
+
 def test_rate_probe_retries_a_low_probe_and_keeps_every_attempt(monkeypatch):
     """A stalled probe is tried again and the best kept; a link that stays slow fails after 3 probes."""
     def probes(*rates):
