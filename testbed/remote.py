@@ -1,19 +1,28 @@
 """Controller side of one run: push the run spec to a testbed host, run it there, pull the run back.
 
     python -m testbed.remote --ssh-host 127.0.0.1 --ssh-port P --ssh-key K --ssh-user root \\
-        [--known-hosts F] [--ssh-args='-o ProxyCommand=...'] --spec run.json --schedule schedule.csv --run-dir results/<cfg>/runs/<run_id>
+        [--known-hosts F [--host-key-checking yes|accept-new]] [--ssh-args='-o ProxyCommand=...'] \\
+        --spec run.json --schedule schedule.csv --run-dir results/<cfg>/runs/<run_id>
     python -m testbed.remote --vm NAME --spec ... --schedule ... --run-dir ...
 
 Works in <run-dir>.partial (a leftover one from an interrupted attempt is removed first) and renames it
 to <run-dir> only when DONE came back, so an interrupted run never looks finished. On failure it exits
-non-zero and <run-dir> does not exist. Without --spec/--schedule, run.json and schedule.csv are taken
-from <run-dir>.partial if an earlier step put them there.
+non-zero and <run-dir> does not exist: 255 (as ssh) when the host stopped answering (a step failed and a
+fresh `ssh true` fails too: the testbed died, hangs or is unreachable), 1 for any other failure (the
+runner failed on a host that still answers). Without --spec/--schedule, run.json and schedule.csv are
+taken from <run-dir>.partial if an earlier step put them there.
+
+Host keys are checked against --known-hosts (StrictHostKeyChecking=yes, or --host-key-checking
+accept-new: recorded there on first contact); without it, and without a UserKnownHostsFile in
+--ssh-args, against ${FAVORLAB_CACHE:-~/.cache/favorlab}/known_hosts/<host>_<port> (accept-new), never
+the user's ~/.ssh/known_hosts.
 """
 from __future__ import annotations
 
 import argparse
 import json
 import os
+import re
 import shlex
 import shutil
 import subprocess
@@ -24,8 +33,19 @@ REMOTE_ROOT = "/var/lib/favorlab/runs"
 REMOTE_REPO = "/opt/favorlab"
 
 
+EXIT_UNREACHABLE = 255
+
+
 class RemoteError(RuntimeError):
     pass
+
+
+class Unreachable(RemoteError):
+    """The host stopped answering SSH (run_one leaves such a testbed out and the job is retried elsewhere)."""
+
+
+def cache_root() -> Path:
+    return Path(os.environ.get("FAVORLAB_CACHE") or Path.home() / ".cache" / "favorlab")
 
 
 def partial_of(run_dir: Path) -> Path:
@@ -61,8 +81,7 @@ def finalize(run_dir: Path) -> Path:
 
 
 def vm_target(name: str) -> dict:
-    cache = Path(os.environ.get("FAVORLAB_CACHE", Path.home() / ".cache" / "favorlab"))
-    state = cache / "vm" / "run" / name / "state.json"
+    state = cache_root() / "vm" / "run" / name / "state.json"
     if not state.is_file():
         raise RemoteError(f"VM {name}: {state} not found; start it with testbed/vm/favorvm start --name {name}")
     s = json.loads(state.read_text())
@@ -74,28 +93,34 @@ def vm_target(name: str) -> dict:
         raise RemoteError(f"{state} has no ssh_port; is it a favorvm state file?")
     return {"host": pick("ssh_host", "host", default="127.0.0.1"), "port": int(port),
             "user": pick("ssh_user", "user", default="root"), "key": pick("ssh_key", "key"),
-            "known_hosts": pick("known_hosts", "known_hosts_file")}
+            "known_hosts": pick("known_hosts", "known_hosts_file")}   # favorvm's, from the image's host key
 
 
 class Ssh:
     """ssh/rsync to a testbed host. A login other than root (CloudLab, FABRIC: a user with passwordless
     sudo) runs every command and the remote rsync through sudo, as the runner needs root. ssh_args are
     the inventory's ansible_ssh_common_args (FABRIC: the ProxyCommand through its bastion); they come
-    first because ssh keeps the first value it is given for an option."""
+    first because ssh keeps the first value it is given for an option; the host-key options come before
+    them, so the known_hosts file given here wins over what the inventory says."""
 
-    def __init__(self, host, port, user, key=None, known_hosts=None, ssh_args=None):
+    def __init__(self, host, port, user, key=None, known_hosts=None, ssh_args=None, host_key_checking=None):
         self.dest = f"{user}@{host}"
         # rsync reads host:path, so an IPv6 address needs brackets there (ssh takes it bare)
         self.rsync_dest = f"{user}@[{host}]" if ":" in str(host) else self.dest
         self.sudo = user != "root"
-        opts = shlex.split(ssh_args or "")
+        extra = shlex.split(ssh_args or "")
+        if not known_hosts and not any(o.lower().startswith("userknownhostsfile") for o in extra):
+            known_hosts = cache_root() / "known_hosts" / re.sub(r"[^A-Za-z0-9._-]", "_", f"{host}_{port}")
+            host_key_checking = host_key_checking or "accept-new"
+        self.known_hosts = known_hosts
+        opts = []
+        if known_hosts:
+            opts += ["-o", f"UserKnownHostsFile={known_hosts}",
+                     "-o", f"StrictHostKeyChecking={host_key_checking or 'yes'}"]
+        opts += extra
         opts += ["-p", str(port), "-o", "BatchMode=yes", "-o", "ServerAliveInterval=15", "-o", "ConnectTimeout=20"]
         if key:
             opts += ["-i", str(key), "-o", "IdentitiesOnly=yes"]
-        if known_hosts:
-            opts += ["-o", f"UserKnownHostsFile={known_hosts}", "-o", "StrictHostKeyChecking=yes"]
-        else:
-            opts += ["-o", "StrictHostKeyChecking=accept-new"]
         self.opts = opts
 
     def ssh_cmd(self) -> str:
@@ -108,7 +133,22 @@ class Ssh:
     def command(self, cmd: str) -> str:
         return f"sudo -n sh -c {shlex.quote(cmd)}" if self.sudo else cmd
 
+    def _ready(self) -> None:
+        """ssh records an accepted key only into a directory that exists (made here, at first use)."""
+        if self.known_hosts:
+            Path(self.known_hosts).parent.mkdir(parents=True, exist_ok=True)
+
+    def answers(self, timeout: float = 90) -> bool:
+        """A fresh `ssh true` succeeds: the host is alive and reachable."""
+        self._ready()
+        try:
+            return subprocess.run(["ssh", *self.opts, self.dest, "true"], capture_output=True,
+                                  stdin=subprocess.DEVNULL, timeout=timeout).returncode == 0
+        except subprocess.TimeoutExpired:
+            return False
+
     def run(self, cmd: str, stream=False) -> int:
+        self._ready()
         argv = ["ssh", *self.opts, self.dest, self.command(cmd)]
         if stream:
             p = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
@@ -118,6 +158,7 @@ class Ssh:
         return subprocess.run(argv).returncode
 
     def rsync(self, src: str, dst: str) -> None:
+        self._ready()
         sudo = ["--rsync-path=sudo -n rsync"] if self.sudo else []
         p = subprocess.run(["rsync", "-a", "--partial", *sudo, "-e", self.ssh_cmd(), src, dst],
                            capture_output=True, text=True)
@@ -126,7 +167,19 @@ class Ssh:
 
 
 def execute(ssh: Ssh, run_dir: Path, spec: Path | None, schedule: Path | None) -> Path:
+    """One run on the host (see _execute); a failure on a host that no longer answers is Unreachable."""
     part = prepare_partial(run_dir, spec, schedule)
+    try:
+        return _execute(ssh, run_dir, part)
+    except Unreachable:
+        raise
+    except RemoteError as e:
+        if not ssh.answers():
+            raise Unreachable(f"{ssh.dest} stopped answering SSH ({e})") from e
+        raise
+
+
+def _execute(ssh: Ssh, run_dir: Path, part: Path) -> Path:
     run_id = json.loads((part / "run.json").read_text()).get("run_id") or run_dir.name
     remote = f"{REMOTE_ROOT}/{run_id}"
     print(f"remote: {run_id} -> {ssh.dest}:{remote}", flush=True)
@@ -153,7 +206,9 @@ def main(argv=None) -> int:
     ap.add_argument("--ssh-port", type=int, default=22)
     ap.add_argument("--ssh-user", default="root")
     ap.add_argument("--ssh-key")
-    ap.add_argument("--known-hosts")
+    ap.add_argument("--known-hosts", help="the host's known_hosts file (default: one per host:port in the cache)")
+    ap.add_argument("--host-key-checking", choices=["yes", "accept-new"],
+                    help="with --known-hosts: yes (default), or accept-new to record the key on first contact")
     ap.add_argument("--ssh-args", help="more ssh options, as one string (the inventory's ansible_ssh_common_args)")
     ap.add_argument("--spec", type=Path)
     ap.add_argument("--schedule", type=Path)
@@ -164,11 +219,14 @@ def main(argv=None) -> int:
             t = vm_target(a.vm)
         elif a.ssh_host:
             t = {"host": a.ssh_host, "port": a.ssh_port, "user": a.ssh_user, "key": a.ssh_key,
-                 "known_hosts": a.known_hosts, "ssh_args": a.ssh_args}
+                 "known_hosts": a.known_hosts, "ssh_args": a.ssh_args, "host_key_checking": a.host_key_checking}
         else:
             raise RemoteError("give --vm NAME or --ssh-host HOST")
         run_dir = a.run_dir.resolve()
         execute(Ssh(**t), run_dir, a.spec, a.schedule)
+    except Unreachable as e:
+        print(f"remote: {e}", file=sys.stderr)
+        return EXIT_UNREACHABLE
     except RemoteError as e:
         print(f"remote: {e}", file=sys.stderr)
         return 1

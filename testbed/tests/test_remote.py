@@ -8,6 +8,12 @@ import pytest
 from testbed import remote
 
 
+@pytest.fixture(autouse=True)
+def cache(tmp_path, monkeypatch):
+    """Nothing of these tests goes to the real cache (known_hosts files)."""
+    monkeypatch.setenv("FAVORLAB_CACHE", str(tmp_path / "cache"))
+
+
 def _inputs(tmp_path):
     spec = tmp_path / "in" / "run.json"
     spec.parent.mkdir()
@@ -53,6 +59,7 @@ class FakeSsh(remote.Ssh):
     def __init__(self, root: Path, runner_ok: bool):
         super().__init__("127.0.0.1", 22, "root")
         self.root, self.runner_ok, self.commands = root, runner_ok, []
+        self.alive = True
 
     def run(self, cmd, stream=False):
         self.commands.append(cmd)
@@ -70,7 +77,12 @@ class FakeSsh(remote.Ssh):
                 target.mkdir(parents=True)
         return 0
 
+    def answers(self, timeout=90):
+        return self.alive
+
     def rsync(self, src, dst):
+        if not self.alive:
+            raise remote.RemoteError("rsync: connection unexpectedly closed (the host died)")
         if src.startswith(self.dest):           # pull: remote folder -> local folder
             shutil.copytree(self.root / src.split(":", 1)[1].lstrip("/"), dst, dirs_exist_ok=True)
         else:                                   # push: local file -> remote folder
@@ -95,6 +107,35 @@ def test_execute_failure_leaves_no_run_dir(tmp_path):
         remote.execute(FakeSsh(tmp_path / "host", runner_ok=False), run_dir, spec, sched)
     assert not run_dir.exists()
     assert (remote.partial_of(run_dir) / "log" / "runner.log").is_file()  # kept for diagnosis
+
+
+def test_a_host_that_dies_mid_run_is_unreachable(tmp_path):
+    """The runner's ssh ends (255) and the copy back fails because the host died: Unreachable (the CLI
+    exits 255, and run_one leaves the testbed out), not the run's own failure."""
+    spec, sched = _inputs(tmp_path)
+    run_dir = tmp_path / "runs" / "r1"
+    ssh = FakeSsh(tmp_path / "host", runner_ok=True)
+    real_run = ssh.run
+
+    def dying(cmd, stream=False):
+        if cmd.startswith("cd /opt/favorlab"):
+            ssh.alive = False
+            return 255
+        return real_run(cmd, stream)
+    ssh.run = dying
+    with pytest.raises(remote.Unreachable, match="stopped answering"):
+        remote.execute(ssh, run_dir, spec, sched)
+    assert not run_dir.exists()
+
+
+def test_cli_exit_codes(tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv("FAVORLAB_CACHE", str(tmp_path / "cache"))
+    for exc, rc in ((remote.Unreachable("gone"), remote.EXIT_UNREACHABLE), (remote.RemoteError("runner failed"), 1)):
+        def boom(*a, exc=exc):
+            raise exc
+        monkeypatch.setattr(remote, "execute", boom)
+        assert remote.main(["--ssh-host", "192.0.2.7", "--run-dir", str(tmp_path / "r")]) == rc
+    assert remote.EXIT_UNREACHABLE == 255
 
 
 def test_cli_reports_missing_target(tmp_path, capsys):

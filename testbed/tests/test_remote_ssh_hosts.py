@@ -18,7 +18,8 @@ FABRIC_ARGS = f'-o StrictHostKeyChecking=accept-new -o "{PROXY}"'
 
 
 @pytest.fixture
-def argvs(monkeypatch):
+def argvs(monkeypatch, tmp_path):
+    monkeypatch.setenv("FAVORLAB_CACHE", str(tmp_path / "cache"))
     seen = []
 
     def fake_run(argv, *a, **kw):
@@ -28,9 +29,17 @@ def argvs(monkeypatch):
     return seen
 
 
+def own_known_hosts(host_port: str) -> list[str]:
+    """Without --known-hosts: a file of the host's own in the cache, key accepted on first contact."""
+    return ["-o", f"UserKnownHostsFile={remote.cache_root() / 'known_hosts' / host_port}",
+            "-o", "StrictHostKeyChecking=accept-new"]
+
+
 def test_fabric_host_ipv6_behind_the_bastion(argvs):
     ssh = remote.Ssh("2001:db8:a0::10", 22, "ubuntu", key="/keys/slice", ssh_args=FABRIC_ARGS)
-    assert ssh.opts[:4] == ["-o", "StrictHostKeyChecking=accept-new", "-o", PROXY]
+    # the host-key options first (ssh keeps the first value: the inventory's accept-new does not
+    # send the key to ~/.ssh/known_hosts), then the inventory's, the ProxyCommand whole
+    assert ssh.opts[:8] == [*own_known_hosts("2001_db8_a0__10_22"), "-o", "StrictHostKeyChecking=accept-new", "-o", PROXY]
     assert ssh.dest == "ubuntu@2001:db8:a0::10"                 # ssh takes it bare
     assert ssh.at("/var/lib/favorlab/runs/r1/") == "ubuntu@[2001:db8:a0::10]:/var/lib/favorlab/runs/r1/"
     ssh.run("cd /opt/favorlab && python3 -m testbed.runner --run-dir /var/lib/favorlab/runs/r1")
@@ -45,7 +54,8 @@ def test_fabric_host_ipv6_behind_the_bastion(argvs):
 def test_root_login_unchanged(argvs):
     """The local VM and root logins: no sudo, no rsync path, the host as it was."""
     ssh = remote.Ssh("127.0.0.1", 2222, "root", key="/k", known_hosts="/kh")
-    assert ssh.at("/x/") == "root@127.0.0.1:/x/" and ssh.opts[:2] == ["-p", "2222"]
+    assert ssh.at("/x/") == "root@127.0.0.1:/x/"
+    assert ssh.opts[:6] == ["-o", "UserKnownHostsFile=/kh", "-o", "StrictHostKeyChecking=yes", "-p", "2222"]
     ssh.run("rm -rf /x")
     assert argvs[-1][-1] == "rm -rf /x"
     ssh.rsync("/a", ssh.at("/x/"))
@@ -53,11 +63,12 @@ def test_root_login_unchanged(argvs):
 
 
 def test_remote_cli_passes_ssh_args(monkeypatch, tmp_path):
+    monkeypatch.setenv("FAVORLAB_CACHE", str(tmp_path / "cache"))
     got = {}
     monkeypatch.setattr(remote, "execute", lambda ssh, *a: got.setdefault("ssh", ssh))
     assert remote.main(["--ssh-host", "192.0.2.7", "--ssh-user", "alice", f"--ssh-args={FABRIC_ARGS}",
                         "--run-dir", str(tmp_path / "r")]) == 0
-    assert got["ssh"].opts[:4] == ["-o", "StrictHostKeyChecking=accept-new", "-o", PROXY]
+    assert got["ssh"].opts[:8] == [*own_known_hosts("192.0.2.7_22"), "-o", "StrictHostKeyChecking=accept-new", "-o", PROXY]
     assert got["ssh"].sudo
 
 
