@@ -80,7 +80,6 @@ def hosts(nodes: dict[str, list[dict]], user: str, key: str | None) -> dict[str,
               "ansible_user": user, "ansible_become": True}
         if key:
             hv["ansible_ssh_private_key_file"] = key
-        hv["ansible_ssh_common_args"] = inventory.ACCEPT_NEW
         out[name] = hv
     return out
 

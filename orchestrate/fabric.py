@@ -18,7 +18,7 @@ import re
 import sys
 from pathlib import Path
 
-from orchestrate import inventory
+from orchestrate import inventory, pool
 from orchestrate.inventory import InventoryError
 
 DEFAULT_OUT = "ansible/inventories/fabric/hosts.yml"
@@ -36,7 +36,13 @@ def proxy_args(bastion: dict) -> str:
     if not SAFE_PATH.match(bastion["key"]):
         raise InventoryError(f"bastion key path {bastion['key']!r} has spaces or quotes; move the key "
                              f"to a plain path (it goes into an ssh ProxyCommand)")
-    return (f'{inventory.ACCEPT_NEW} -o ProxyCommand="ssh -i {bastion["key"]} {inventory.ACCEPT_NEW} '
+    # the bastion's own host key: accepted once into a known_hosts file of its own (the nodes' files
+    # are added by inventory.write, per host)
+    kh = pool.known_hosts_file(f"fabric-bastion@{bastion['host']}")
+    if not SAFE_PATH.match(str(kh)):
+        raise InventoryError(f"the known_hosts path {kh} has spaces or quotes; set FAVORLAB_CACHE to a "
+                             f"plain path (it goes into an ssh ProxyCommand)")
+    return (f'-o ProxyCommand="ssh -i {bastion["key"]} -o UserKnownHostsFile={kh} {inventory.ACCEPT_NEW} '
             f'-W [%h]:%p {bastion["user"]}@{bastion["host"]}"')
 
 
@@ -94,7 +100,8 @@ def dry_run(a, names: list[str]) -> int:
     print("dry run: addresses, bastion login and key paths below are placeholders; the real run "
           "takes them from the slice and fabric_rc")
     print(f"dry run: would write {a.output}" + (" (it exists: the real run needs --force)" if exists else "") + ":\n")
-    print(inventory.render(fabric_inventory(records, placeholder), header(a)), end="")
+    inv = fabric_inventory(records, placeholder)
+    print(inventory.render(inventory.with_host_keys(inv, a.output) if a.output != "-" else inv, header(a)), end="")
     return 0
 
 

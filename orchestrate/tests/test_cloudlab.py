@@ -7,11 +7,16 @@ from pathlib import Path
 import pytest
 import yaml
 
-from orchestrate import cloudlab
+from orchestrate import cloudlab, inventory
 from orchestrate.inventory import REPO
 
 MANIFEST = Path(__file__).parent / "data" / "cloudlab-manifest.xml"
 EXAMPLE = REPO / "ansible" / "inventories" / "ssh-hosts" / "hosts.example.yml"
+
+
+@pytest.fixture(autouse=True)
+def cache(tmp_path, monkeypatch):
+    monkeypatch.setenv("FAVORLAB_CACHE", str(tmp_path / "cache"))
 
 
 @pytest.fixture
@@ -38,7 +43,9 @@ def test_inventory_host_by_host(tmp_path, key, capsys):
         assert group["hosts"][name] == {
             "ansible_host": f"{pc}.emulab.net", "ansible_port": 22, "ansible_user": "carol",
             "ansible_become": True, "ansible_ssh_private_key_file": str(key),
-            "ansible_ssh_common_args": "-o StrictHostKeyChecking=accept-new"}
+            # the node's key in a known_hosts file of its own, the one the pipeline uses for it
+            "ansible_ssh_common_args": inventory.known_hosts_args(name, out)}
+        assert "UserKnownHostsFile=" in group["hosts"][name]["ansible_ssh_common_args"]
     assert group["vars"] == {"ansible_python_interpreter": "/usr/bin/python3", "testbed_apt_update": True}
     assert "node0: carol@pc512.emulab.net port 22" in capsys.readouterr().out
 

@@ -16,12 +16,20 @@ import types
 import pytest
 import yaml
 
-from orchestrate import fabric
+from orchestrate import fabric, inventory, pool
 from orchestrate.inventory import REPO, InventoryError
 
 BASTION = {"host": "bastion.fabric-testbed.net", "user": "alice_0000012345", "key": "/keys/fabric_bastion_key"}
-PROXY = ("ProxyCommand=ssh -i /keys/fabric_bastion_key -o StrictHostKeyChecking=accept-new "
+CACHE = "/cache/favorlab"
+# the bastion's host key in a known_hosts file of its own (not ~/.ssh/known_hosts)
+PROXY = (f"ProxyCommand=ssh -i /keys/fabric_bastion_key -o UserKnownHostsFile={CACHE}/known_hosts/"
+         "fabric-bastion@bastion.fabric-testbed.net -o StrictHostKeyChecking=accept-new "
          "-W [%h]:%p alice_0000012345@bastion.fabric-testbed.net")
+
+
+@pytest.fixture(autouse=True)
+def cache(monkeypatch):
+    monkeypatch.setenv("FAVORLAB_CACHE", CACHE)
 
 
 def test_inventory_field_by_field_ipv6_ipv4():
@@ -40,7 +48,9 @@ def test_inventory_field_by_field_ipv6_ipv4():
         assert hv["ansible_user"] == user
         assert hv["ansible_become"] is True
         assert hv["ansible_ssh_private_key_file"] == key
-        assert shlex.split(hv["ansible_ssh_common_args"]) == ["-o", "StrictHostKeyChecking=accept-new", "-o", PROXY]
+        # each node's own known_hosts options are added when the inventory is written (a file: its path
+        # is part of the testbed's id), see test_written_inventory_keeps_host_keys_per_node
+        assert shlex.split(hv["ansible_ssh_common_args"]) == ["-o", PROXY]
         assert set(hv) == {"ansible_host", "ansible_user", "ansible_become", "ansible_ssh_private_key_file",
                            "ansible_ssh_common_args"}
 
@@ -222,7 +232,29 @@ def test_create_against_fake_fablib(fake, tmp_path, capsys):
         assert hv["ansible_ssh_private_key_file"] == str(keydir / "slice_key")
         assert f"ssh -i {keydir / 'fabric_bastion_key'} " in hv["ansible_ssh_common_args"]
         assert "-W [%h]:%p alice_0000012345@bastion.fabric-testbed.net" in hv["ansible_ssh_common_args"]
+    for name, hv in hosts.items():     # each node's key in its own file, the one the pipeline uses
+        kh = pool.known_hosts_file(pool.ssh_member_id(name, out))
+        assert shlex.split(hv["ansible_ssh_common_args"])[:4] == \
+            ["-o", f"UserKnownHostsFile={kh}", "-o", "StrictHostKeyChecking=accept-new"]
     assert "node0: ubuntu@2001:db8:a0::10" in capsys.readouterr().err
+
+
+def test_written_inventory_keeps_host_keys_per_node(tmp_path, monkeypatch):
+    """inventory.write puts each host's known_hosts file (the testbed's, orchestrate/pool.py) ahead of
+    its other ssh options, and forgets the keys recorded for those names at that path before: a new
+    slice reuses node0, never its host key."""
+    monkeypatch.setenv("FAVORLAB_CACHE", str(tmp_path / "cache"))
+    out = tmp_path / "hosts.yml"
+    inv = fabric.fabric_inventory([{"name": "node0", "address": "192.0.2.1", "user": "u", "key": "/k"}], BASTION)
+    kh = pool.known_hosts_file(pool.ssh_member_id("node0", out))
+    kh.parent.mkdir(parents=True)
+    kh.write_text("192.0.2.1 ssh-ed25519 AAAAold\n")
+    inventory.write(inv, str(out), "test", force=True)
+    assert not kh.exists()
+    args = shlex.split(yaml.safe_load(out.read_text())["all"]["children"]["ssh_hosts"]["hosts"]["node0"]["ansible_ssh_common_args"])
+    assert args[:4] == ["-o", f"UserKnownHostsFile={kh}", "-o", "StrictHostKeyChecking=accept-new"]
+    assert args[4:6] == ["-o", PROXY.replace(CACHE, str(tmp_path / "cache"))]
+    assert not any("known_hosts" in a for a in args if "ProxyCommand" not in a and "UserKnownHostsFile" not in a)
 
 
 def test_existing_inventory_stops_before_any_reservation(fake, tmp_path, capsys):

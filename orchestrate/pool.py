@@ -1,0 +1,202 @@
+"""A config's testbeds as a pool: member ids, machine-wide leases, the members a pipeline left out, and
+each member's known_hosts file.
+
+A member is one testbed: a local QEMU guest (`favorlab`, `favorlab-2`, ...) or one host of an Ansible
+inventory. workflow/scripts/favorconf.py expands a config's `testbed` section into its members (dicts
+with an "id" and what testbed_ctl needs: kind, vm_name or inventory + host); a run job leases one with
+lease(), runs there and releases it.
+
+Leases are `filelock` locks in ${FAVORLAB_CACHE:-~/.cache/favorlab}/leases/<member-id>.lock: an flock
+held for as long as the job uses the testbed and dropped by the kernel when the process dies, so a
+killed job never leaves a testbed leased. They are machine-wide (every checkout and every pipeline on
+this machine uses the same cache), so two pipelines never run on one guest at once.
+
+A member that died or stopped answering is left out for the rest of the pipeline: exclude() writes
+results/<config>/testbeds/excluded/<member-id> (JSON: member, reason, time), and lease() skips it.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+import socket
+import time
+from datetime import datetime, timezone
+from pathlib import Path
+
+# A local guest has 2 vCPUs (testbed/README.md, "vCPUs": 2 measured against 1 and 3), and a guest whose
+# vCPUs share a host core with another guest's is slowed in every run: one guest per 2 host cores.
+CORES_PER_GUEST = 2
+POLL_S = 5.0          # between rounds of non-blocking tries while every member is leased
+
+
+class NoTestbedLeft(RuntimeError):
+    """Every member of the pool was left out: the message names each one and why."""
+
+
+def cache_root() -> Path:
+    return Path(os.environ.get("FAVORLAB_CACHE") or Path.home() / ".cache" / "favorlab")
+
+
+def now_utc() -> str:
+    return datetime.now(timezone.utc).isoformat(timespec="seconds")
+
+
+def default_vm_count() -> int:
+    """How many local guests this machine runs at once when a config does not say: one per
+    CORES_PER_GUEST host cores, at least one."""
+    return max(1, (os.cpu_count() or 1) // CORES_PER_GUEST)
+
+
+def vm_names(base: str, count: int) -> list[str]:
+    """Member 0 keeps the plain name (its cache and state stay where they were), then base-2 .. base-N."""
+    return [base] + [f"{base}-{i}" for i in range(2, count + 1)]
+
+
+def _safe(s: str) -> str:
+    return re.sub(r"[^A-Za-z0-9._@+-]", "_", s)
+
+
+def ssh_member_id(host: str, inventory: str | Path) -> str:
+    """<host>@<hash of the inventory's absolute path>: node0 of two CloudLab experiments' inventories
+    are two testbeds (and two known_hosts files)."""
+    h = hashlib.sha256(str(Path(inventory).expanduser().resolve()).encode()).hexdigest()[:10]
+    return _safe(f"{host}@{h}")
+
+
+def member_id(member: dict) -> str:
+    if member.get("id"):
+        return member["id"]
+    if member["kind"] == "local-vm":
+        return member.get("vm_name", "favorlab")
+    return ssh_member_id(member["host"], member["inventory"])
+
+
+def known_hosts_file(mid: str) -> Path:
+    """The known_hosts file of an ssh member: ssh records the host's key there on first contact
+    (StrictHostKeyChecking=accept-new) and refuses a different key later. Never ~/.ssh/known_hosts."""
+    return cache_root() / "known_hosts" / mid
+
+
+def lease_dir() -> Path:
+    return cache_root() / "leases"
+
+
+# ------------------------------------------------------------------ leases
+
+class Lease:
+    """One member held by this process. Released by release() or at exit (the kernel drops the flock)."""
+
+    def __init__(self, member: dict, lock, what: str):
+        self.member, self.lock, self.what = member, lock, what
+        self.id = member_id(member)
+        self.acquired_utc = now_utc()
+        self.released_utc: str | None = None
+        self._holder = lease_dir() / f"{self.id}.holder"
+        try:   # who holds it, for the "waiting" message of others (informational only)
+            self._holder.write_text(json.dumps({"pid": os.getpid(), "machine": socket.gethostname(),
+                                                "cwd": os.getcwd(), "what": what,
+                                                "acquired_utc": self.acquired_utc}) + "\n")
+        except OSError:
+            pass
+
+    def release(self) -> None:
+        if self.released_utc is None:
+            # the holder file goes first: once the lock is free, a new holder writes its own
+            self._holder.unlink(missing_ok=True)
+            self.lock.release()
+            self.released_utc = now_utc()
+
+    def record(self, target: dict | None = None) -> dict:
+        """The lease as controller.json keeps it."""
+        t = target or {}
+        return {"member": self.id, "kind": self.member.get("kind"), "host": t.get("host"),
+                "port": t.get("port"), "acquired_utc": self.acquired_utc, "released_utc": self.released_utc}
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.release()
+
+
+def try_lease(member: dict, what: str = "") -> Lease | None:
+    """The member's lease if nobody holds it, else None (never waits)."""
+    from filelock import FileLock, Timeout
+    lease_dir().mkdir(parents=True, exist_ok=True)
+    lock = FileLock(str(lease_dir() / f"{member_id(member)}.lock"), thread_local=False)
+    try:
+        lock.acquire(blocking=False)
+    except Timeout:
+        return None
+    return Lease(member, lock, what)
+
+
+def holder(mid: str) -> str:
+    try:
+        h = json.loads((lease_dir() / f"{mid}.holder").read_text())
+        return f"{mid} (pid {h['pid']}, {h.get('what') or h.get('cwd')}, since {h['acquired_utc']})"
+    except (OSError, ValueError, KeyError):
+        return mid
+
+
+def lease(members: list[dict], excluded_dir: Path | None, what: str = "", poll_s: float = POLL_S,
+          log=print, max_wait_s: float | None = None) -> Lease:
+    """Lease the first free member that is not excluded: a non-blocking try on each, then a pause, until
+    one is free. Says once that it waits, and for whom. NoTestbedLeft when every member is excluded."""
+    said = False
+    t0 = time.monotonic()
+    while True:
+        out = excluded(excluded_dir)
+        left = [m for m in members if member_id(m) not in out]
+        if not left:
+            raise NoTestbedLeft(no_testbed_left_message(members, out))
+        for m in left:
+            got = try_lease(m, what)
+            if got:
+                if said:
+                    log(f"testbed: leased {got.id} after {time.monotonic() - t0:.0f} s")
+                return got
+        if not said:
+            log(f"testbed: all {len(left)} testbed(s) of the pool are leased, waiting for one: "
+                + "; ".join(holder(member_id(m)) for m in left))
+            said = True
+        if max_wait_s is not None and time.monotonic() - t0 > max_wait_s:
+            raise TimeoutError(f"no testbed was free within {max_wait_s} s")
+        time.sleep(poll_s)
+
+
+# ------------------------------------------------------------------ members left out
+
+def exclude(excluded_dir: Path, mid: str, reason: str) -> dict:
+    rec = {"member": mid, "reason": reason, "excluded_utc": now_utc()}
+    excluded_dir.mkdir(parents=True, exist_ok=True)
+    tmp = excluded_dir / f".{mid}.tmp"
+    tmp.write_text(json.dumps(rec) + "\n")
+    tmp.replace(excluded_dir / mid)
+    return rec
+
+
+def excluded(excluded_dir: Path | None) -> dict[str, dict]:
+    """member id -> its exclusion record (a file that is not JSON still counts, with its text as reason)."""
+    if not excluded_dir or not Path(excluded_dir).is_dir():
+        return {}
+    out = {}
+    for p in Path(excluded_dir).iterdir():
+        if p.name.startswith(".") or not p.is_file():
+            continue
+        try:
+            out[p.name] = json.loads(p.read_text())
+        except (OSError, ValueError):
+            out[p.name] = {"member": p.name, "reason": p.read_text(errors="replace").strip(), "excluded_utc": "?"}
+    return out
+
+
+def no_testbed_left_message(members: list[dict], out: dict[str, dict]) -> str:
+    lines = [f"  {mid}: {r.get('reason')} (at {r.get('excluded_utc')})" for mid, r in sorted(out.items())
+             if mid in {member_id(m) for m in members}]
+    return (f"no testbed left: all {len(members)} of the pool were left out by this pipeline:\n"
+            + "\n".join(lines) + "\nFix: bring them back (a dead local guest restarts on the next "
+            "pipeline start; check an ssh host with ssh or the provider's portal) and run the pipeline "
+            "again; each start gives every member a new chance.")
