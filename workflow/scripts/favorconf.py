@@ -101,8 +101,10 @@ def _schema_error_message(source: str, err: jsonschema.ValidationError) -> str:
             + " Fix: change that value (config/schema/config.schema.yaml states what is allowed).")
 
 
-def validate(config: dict, source: str = "config") -> dict:
-    """Validate a config dict; return it with defaults filled in. Raises ConfigError."""
+def validate(config: dict, source: str = "config", warn=None) -> dict:
+    """Validate a config dict; return it with defaults filled in and cfg["pool"] (expand_pool) added.
+    Raises ConfigError. warn(msg) gets what is allowed but unwise (default: printed to stderr)."""
+    warn = _warn if warn is None else warn
     if not isinstance(config, dict):
         raise ConfigError(f"{source}: expected a YAML mapping at the top, got {type(config).__name__}.")
     with open(SCHEMA_PATH) as f:
@@ -155,22 +157,146 @@ def validate(config: dict, source: str = "config") -> dict:
             problems.append(f"{source}: sizes: distribution {sizes['distribution']!r} needs {key!r}. "
                             f"Fix: add sizes.{key}.")
     tb = cfg["testbed"]
-    if tb["kind"] == "ssh":
-        for key in ("inventory", "host"):
-            if key not in tb:
-                problems.append(f"{source}: testbed: kind 'ssh' needs {key!r}. Fix: add testbed.{key} "
-                                f"(see ansible/inventories/ssh-hosts/).")
-        if "inventory" in tb and not (REPO / tb["inventory"]).exists() and not Path(tb["inventory"]).exists():
-            problems.append(f"{source}: testbed.inventory {tb['inventory']!r} does not exist. "
-                            f"Fix: point it at an inventory file.")
-    else:
+    if tb["kind"] == "local-vm":
         tb.setdefault("vm_name", "favorlab")
+    problems += _pool_problems(tb, source)
     if problems:
         raise ConfigError("\n".join(problems))
+    cfg["pool"] = expand_pool(tb, source, warn=warn)
     return cfg
 
 
-def load(path: str | Path) -> dict:
+# ------------------------------------------------------------------ the testbed pool
+
+# The keys that choose how many testbeds and which: not part of the run rule's `testbed` parameter
+# (testbed_param), so that growing or shrinking a pool never makes Snakemake redo finished runs.
+POOL_KEYS = ("count", "hosts", "group", "retries")
+
+
+def _testbed_defaults() -> dict:
+    with open(SCHEMA_PATH) as f:
+        props = yaml.safe_load(f)["properties"]["testbed"]["properties"]
+    return {k: v["default"] for k, v in props.items() if "default" in v}
+
+
+def _pool_problems(tb: dict, source: str) -> list[str]:
+    p = []
+    if tb["kind"] == "local-vm":
+        for key in ("inventory", "host", "hosts", "group"):
+            if key in tb:
+                p.append(f"{source}: testbed.{key} is for kind 'ssh' (hosts of an inventory); kind 'local-vm' "
+                         f"runs QEMU guests on this machine. Fix: remove testbed.{key}, or set kind: ssh.")
+        return p
+    if "count" in tb:
+        p.append(f"{source}: testbed.count is for kind 'local-vm'; an ssh pool is the hosts it names. Fix: "
+                 f"remove count and list the hosts (testbed.hosts: [node0, node1]) or name an inventory "
+                 f"group (testbed.group: ssh_hosts).")
+    if "inventory" not in tb:
+        p.append(f"{source}: testbed: kind 'ssh' needs 'inventory'. Fix: add testbed.inventory "
+                 f"(see ansible/inventories/ssh-hosts/).")
+    elif not (REPO / tb["inventory"]).exists() and not Path(tb["inventory"]).expanduser().exists():
+        p.append(f"{source}: testbed.inventory {tb['inventory']!r} does not exist. "
+                 f"Fix: point it at an inventory file.")
+    given = [k for k in ("host", "hosts", "group") if k in tb]
+    if not given:
+        p.append(f"{source}: testbed: kind 'ssh' needs 'host' (one host), 'hosts' (a list) or 'group' "
+                 f"(an inventory group). Fix: add testbed.host: node0, testbed.hosts: [node0, node1] or "
+                 f"testbed.group: ssh_hosts.")
+    elif len(given) > 1:
+        p.append(f"{source}: testbed has {' and '.join(given)}: name the hosts one way. Fix: keep one of "
+                 f"host, hosts, group.")
+    return p
+
+
+def inventory_path(inv: str) -> Path:
+    """A config's inventory path: relative to the repository (as the shipped examples are), else as given."""
+    p = Path(inv).expanduser()
+    return p if p.is_absolute() or not (REPO / p).exists() else REPO / p
+
+
+def inventory_groups(inv: Path) -> dict:
+    """`ansible-inventory --list` of an inventory: {group: {"hosts": [...], "children": [...]}, ...}."""
+    import subprocess
+    exe = Path(sys.executable).parent / "ansible-inventory"
+    out = subprocess.run([str(exe) if exe.exists() else "ansible-inventory", "-i", str(inv), "--list"],
+                         capture_output=True, text=True, cwd=REPO / "ansible", stdin=subprocess.DEVNULL)
+    if out.returncode != 0:
+        raise ConfigError(f"testbed.inventory {inv}: ansible-inventory cannot read it: "
+                          f"{out.stderr.strip()[-500:]}. Fix: correct the inventory file.")
+    return json.loads(out.stdout)
+
+
+def group_hosts(groups: dict, group: str) -> list[str]:
+    """Every host of a group and of its child groups, each once, in the order ansible-inventory lists them."""
+    seen, out = set(), []
+
+    def walk(g):
+        if g in seen:
+            return
+        seen.add(g)
+        for h in groups.get(g, {}).get("hosts", []):
+            if h not in out:
+                out.append(h)
+        for c in groups.get(g, {}).get("children", []):
+            walk(c)
+    walk(group)
+    return out
+
+
+def expand_pool(tb: dict, source: str = "config", warn=None) -> dict:
+    """The testbed section -> {"members": [member, ...], "size": N, "retries": R}; each member is a dict
+    testbed_ctl takes (kind, vm_name or inventory + host, keep_running, p4) with its id
+    (orchestrate/pool.py: the VM name, or host@<inventory path hash>)."""
+    if str(REPO) not in sys.path:
+        sys.path.insert(0, str(REPO))
+    from orchestrate import pool
+    defaults = _testbed_defaults()
+    common = {"keep_running": tb.get("keep_running", defaults["keep_running"])}
+    if tb.get("p4"):
+        common["p4"] = True
+    if tb["kind"] == "local-vm":
+        rule = pool.default_vm_count()
+        count = tb.get("count", rule)
+        if count > rule and warn:
+            warn(f"{source}: testbed.count {count} is above this machine's {rule} (one guest per "
+                 f"{pool.CORES_PER_GUEST} of its {os.cpu_count()} cores): the guests will share CPU, which "
+                 f"slows every run, and the fidelity checks (CPU, start lateness) may reject runs.")
+        members = [dict(common, id=n, kind="local-vm", vm_name=n) for n in pool.vm_names(tb["vm_name"], count)]
+    else:
+        inv = inventory_path(tb["inventory"])
+        groups = inventory_groups(inv)
+        known = group_hosts(groups, "all")
+        if "group" in tb:
+            if tb["group"] not in groups:
+                raise ConfigError(f"{source}: testbed.group {tb['group']!r} is not a group of {tb['inventory']} "
+                                  f"(it has {', '.join(sorted(g for g in groups if g != '_meta'))}). Fix: "
+                                  f"name one of those.")
+            hosts = group_hosts(groups, tb["group"])
+            if not hosts:
+                raise ConfigError(f"{source}: testbed.group {tb['group']!r} of {tb['inventory']} has no hosts. "
+                                  f"Fix: add hosts to it, or name another group.")
+        else:
+            hosts = tb["hosts"] if "hosts" in tb else [tb["host"]]
+            missing = [h for h in hosts if h not in known]
+            if missing:
+                raise ConfigError(f"{source}: testbed: {', '.join(missing)} not in {tb['inventory']} (its hosts: "
+                                  f"{', '.join(known) or 'none'}). Fix: name hosts of that inventory.")
+        members = [dict(common, id=pool.ssh_member_id(h, inv), kind="ssh", inventory=str(inv), host=h)
+                   for h in hosts]
+    return {"members": members, "size": len(members), "retries": tb.get("retries", defaults["retries"])}
+
+
+def testbed_param(cfg: dict) -> dict:
+    """The run rule's `testbed` parameter, as it was before pools: Snakemake redoes a run whose params
+    changed (--rerun-triggers params), and the pool's size or hosts do not change an experiment."""
+    return {k: v for k, v in cfg["testbed"].items() if k not in POOL_KEYS}
+
+
+def _warn(msg: str) -> None:
+    print(f"favorlab: warning: {msg}", file=sys.stderr, flush=True)
+
+
+def load(path: str | Path, warn=None) -> dict:
     path = Path(path)
     if not path.exists():
         raise ConfigError(f"{path}: no such config file. Fix: pick one of config/smoke.yaml, "
@@ -180,7 +306,7 @@ def load(path: str | Path) -> dict:
             raw = yaml.safe_load(f)
     except yaml.YAMLError as e:
         raise ConfigError(f"{path}: not valid YAML: {e}") from e
-    return validate(raw, str(path))
+    return validate(raw, str(path), warn=warn)
 
 
 def runs(cfg: dict) -> list[Run]:
@@ -246,11 +372,30 @@ def sizes_arg(sizes: dict) -> str:
     return f"{sizes['distribution']}:{params}" if params else sizes["distribution"]
 
 
-if __name__ == "__main__":  # `python workflow/scripts/favorconf.py config/x.yaml`: validate and list runs
-    import sys
+def main(argv=None) -> int:
+    """python workflow/scripts/favorconf.py CONFIG            validate, list the run ids
+       python workflow/scripts/favorconf.py pool-size CONFIG  the number of testbeds (./favorlab's --resources)"""
+    argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] == ["pool-size"] and len(argv) == 2:
+        try:
+            c = load(argv[1], warn=lambda m: None)   # Snakemake says it once when it loads the config
+        except ConfigError as e:
+            print(str(e), file=sys.stderr)
+            return 2
+        print(c["pool"]["size"])
+        return 0
+    if len(argv) != 1:
+        print(main.__doc__, file=sys.stderr)
+        return 2
     try:
-        c = load(sys.argv[1])
+        c = load(argv[0])
     except ConfigError as e:
-        sys.exit(str(e))
+        print(str(e), file=sys.stderr)
+        return 2
     for r in runs(c):
         print(r.run_id(c["topology"]["bottleneck_mbps"]))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
