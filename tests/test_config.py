@@ -134,4 +134,5 @@ def test_config_strings_reach_the_shell_as_one_word(tmp_path):
     out = subprocess.run(["bash", "-c", f"echo {favorconf.shell_json(tb)}"], capture_output=True, text=True).stdout
     assert json.loads(out) == tb and not (tmp_path / "pwned").exists()
     rules = (REPO / "workflow" / "rules" / "testbed.smk").read_text()
-    assert "'{tb}'" not in rules and rules.count("favorconf.shell_json(") == 3
+    # the run, the pool brought up before it (onstart) and down after it (onsuccess, onerror)
+    assert "'{tb}'" not in rules and "'{pool}'" not in rules and rules.count("favorconf.shell_json(") == 4

@@ -6,7 +6,9 @@ import favorconf  # noqa: E402
 
 _sources = [str(p) for p in getattr(workflow, "overwrite_configfiles", [])] or ["config"]
 try:
-    CFG = favorconf.validate(dict(config), ", ".join(_sources))
+    # warnings (a pool above the machine's cores) once, from the main process, not from every job's
+    CFG = favorconf.validate(dict(config), ", ".join(_sources),
+                             warn=None if workflow.is_main_process else (lambda _msg: None))
 except favorconf.ConfigError as _e:
     # Stop before any experiment starts; the message names the key and the fix.
     sys.stderr.write(f"favorlab: invalid configuration\n{_e}\n")

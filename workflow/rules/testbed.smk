@@ -1,15 +1,30 @@
-# Runs execute one at a time per testbed (resource `testbed`); each brings back a complete run
-# directory or nothing: the runner works in <run_id>.partial and renames it only when DONE is written,
-# so an interrupted pipeline resumes without redoing finished runs or counting half-finished ones. A run
-# whose fidelity report says invalid is made again, up to the config's `attempts`, every attempt kept
-# (workflow/scripts/run_one.py).
+# Runs execute on the config's pool of testbeds (testbed: count / hosts / group; orchestrate/pool.py):
+# up to one run per testbed at once (resource `testbed`: ./favorlab gives the pool's size), each job
+# leasing a free member for as long as it runs. Each brings back a complete run directory or nothing:
+# the runner works in <run_id>.partial and renames it only when DONE is written, so an interrupted
+# pipeline resumes without redoing finished runs or counting half-finished ones. A run whose fidelity
+# report says invalid is made again, up to the config's `attempts`, every attempt kept
+# (workflow/scripts/run_one.py). A job whose testbed died fails, that testbed is left out for the rest
+# of the pipeline, and `retries:` start the job again on another member.
 import json
+import shutil
+import sys
 
 
-# A local guest's vCPUs are this machine's cores: a run there holds them all, so no extraction or figure
-# job runs beside it and takes CPU from the guest (what the runner's CPU and lateness checks would then
-# catch as the testbed's fault). A real host's run leaves the controller's cores free.
-RUN_THREADS = workflow.cores if CFG["testbed"]["kind"] == "local-vm" else 1
+POOL = CFG["pool"]
+EXCLUDED = f"{RESULTS}/testbeds/excluded"
+
+# Local guests' vCPUs are this machine's cores: the pool's runs together hold all of them (cores / pool
+# size each), so no extraction or figure job runs beside them and takes CPU from a guest (what the
+# runner's CPU and lateness checks would then catch as the testbed's fault). A real host's run leaves
+# the controller's cores free: it only waits on ssh, so it counts no core and an ssh pool's runs are
+# bounded by the testbed resource alone.
+RUN_THREADS = max(1, workflow.cores // POOL["size"]) if CFG["testbed"]["kind"] == "local-vm" else 0
+
+if workflow.is_main_process:
+    print(f"favorlab: testbed pool of {POOL['size']} ({', '.join(m['id'] for m in POOL['members'])}): up to "
+          f"{POOL['size']} runs at once, each run job retried {POOL['retries']} time(s) after a failure",
+          file=sys.stderr, flush=True)
 
 
 def _spec(wc):
@@ -23,10 +38,13 @@ rule run:
         directory(f"{RESULTS}/runs/{{run_id}}"),
     params:
         spec=_spec,
-        testbed=CFG["testbed"],
+        # as before pools (favorconf.testbed_param): the pool's size or hosts are not part of an
+        # experiment, and a changed parameter would make Snakemake redo every finished run
+        testbed=favorconf.testbed_param(CFG),
     threads: RUN_THREADS
     resources:
         testbed=1,
+    retries: POOL["retries"]
     log:
         f"{RESULTS}/logs/run-{{run_id}}.log",
     run:
@@ -34,15 +52,32 @@ rule run:
         spec_dir.mkdir(parents=True, exist_ok=True)
         (spec_dir / "run.json").write_text(json.dumps(params.spec, indent=2) + "\n")
         shell(
-            "{PY} workflow/scripts/run_one.py --testbed {tb} --spec {spec} --schedule {input.schedule}"
-            " --run-dir {output} --attempts {CFG[attempts]} 2>&1 | tee -a {log}; exit ${{PIPESTATUS[0]}}",
-            tb=favorconf.shell_json(params.testbed), spec=spec_dir / "run.json",
+            "{PY} workflow/scripts/run_one.py --testbed {pool} --spec {spec} --schedule {input.schedule}"
+            " --run-dir {output} --attempts {CFG[attempts]} --excluded-dir {EXCLUDED}"
+            " 2>&1 | tee -a {log}; exit ${{PIPESTATUS[0]}}",
+            pool=favorconf.shell_json(POOL["members"]), spec=spec_dir / "run.json",
         )
 
 
+# Before the first job, once per pipeline (onstart runs only when there is something to do, and never
+# in a dry run): every member gets a new chance (the members left out by the last pipeline are listed
+# again), and as many members as there are runs to make, up to the pool's size, are booted and
+# provisioned at once by `testbed_ctl up-all` (one thread per member, each under its lease), instead of
+# each run job finding its member down or unprovisioned. A hook and not a rule: a rule's output would
+# have to be an input of every run, and a new input makes Snakemake redo the finished runs; a hook also
+# sees the plan, so a pipeline whose runs are all done boots no guest.
+onstart:
+    shutil.rmtree(EXCLUDED, ignore_errors=True)
+    _todo = sum(1 for j in workflow.dag.needrun_jobs() if j.rule.name == "run")
+    if _todo:
+        shell("{PY} workflow/scripts/testbed_ctl.py up-all --pool {pool} --limit {n} --excluded-dir {EXCLUDED}"
+              " --log-dir {RESULTS}/logs/testbeds || true",
+              pool=favorconf.shell_json(POOL["members"]), n=min(_todo, POOL["size"]))
+
+
 onsuccess:
-    shell("{PY} workflow/scripts/testbed_ctl.py down --testbed {tb} || true", tb=favorconf.shell_json(CFG["testbed"]))
+    shell("{PY} workflow/scripts/testbed_ctl.py down-all --pool {pool} || true", pool=favorconf.shell_json(POOL["members"]))
 
 
 onerror:
-    shell("{PY} workflow/scripts/testbed_ctl.py down --testbed {tb} || true", tb=favorconf.shell_json(CFG["testbed"]))
+    shell("{PY} workflow/scripts/testbed_ctl.py down-all --pool {pool} || true", pool=favorconf.shell_json(POOL["members"]))

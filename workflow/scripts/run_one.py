@@ -8,6 +8,16 @@ becomes the run directory; the earlier ones move inside it, to attempts/<n>/, an
 every attempt with its validity and reasons. An interrupted job resumes: finished attempts are kept and
 counted, so the same command interrupted and resumed makes the same number of attempts.
 
+The testbed is one member of the config's pool (orchestrate/pool.py), leased for the job: the first
+free member not left out, waiting (said once) while all are leased. Under the lease the member is
+brought up and provisioned with this checkout's code (testbed_ctl.up: cheap when it already is), the
+attempts run there, and each attempt's controller.json records the lease (member, host, port, acquired
+and released). A job whose testbed died or stopped answering (testbed.remote exit 255, the VM's QEMU
+gone, no answer to a fresh ssh) leaves that member out for the rest of the pipeline
+(results/<config>/testbeds/excluded/<member-id>), says so in one line and exits 3; Snakemake's
+`retries:` start it again and it leases another member, keeping the attempts that came back. A failed
+attempt on a testbed that still answers fails the job without leaving the testbed out.
+
 FAVORLAB_TEST_FIRST_ATTEMPT (tests only): JSON {"run_id": ..., "fidelity": {...}}; that run's first
 attempt uses those fidelity thresholds (one it cannot meet makes it invalid on purpose).
 """
@@ -24,10 +34,13 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-import testbed_ctl  # noqa: E402
+import testbed_ctl  # noqa: E402   (puts the repository on sys.path)
+from orchestrate import pool  # noqa: E402
+from testbed import remote  # noqa: E402
 
 REPO = testbed_ctl.REPO
 TEST_HOOK = "FAVORLAB_TEST_FIRST_ATTEMPT"
+EXIT_TESTBED_LEFT_OUT = 3   # the job failed because its testbed died; the retry leases another
 
 
 def fidelity_of(run_dir: Path) -> dict:
@@ -44,14 +57,22 @@ def finished_attempts(staging: Path) -> list[int]:
         if staging.is_dir() else []
 
 
-def run_attempts(run_once, spec: dict, staging: Path, run_dir: Path, attempts: int, log=print) -> int:
-    """Run until an attempt is valid or `attempts` were made; 0 when the run directory is in place.
+def pending(staging: Path, attempts: int) -> bool:
+    """Another attempt is needed: none finished yet, or the last one invalid with attempts left."""
+    done = finished_attempts(staging)
+    return not done or (not fidelity_of(staging / str(done[-1]))["valid"] and done[-1] < attempts)
+
+
+def make_attempts(run_once, spec: dict, staging: Path, attempts: int, log=print, extra=None,
+                  made: list | None = None) -> int:
+    """Attempts until one is valid or `attempts` were made; 0 then, or the failing attempt's code.
 
     run_once(spec, dest) makes a complete run directory at dest and returns 0, or fails (non-zero: the
-    job fails, and Snakemake's own retry or the user's rerun starts again from the attempts kept)."""
+    job fails, and Snakemake's own retry or the user's rerun starts again from the attempts kept).
+    extra(): more fields for each attempt's controller.json (the lease); made: the attempts made here."""
     staging.mkdir(parents=True, exist_ok=True)
     done = finished_attempts(staging)
-    while not done or (not fidelity_of(staging / str(done[-1]))["valid"] and done[-1] < attempts):
+    while pending(staging, attempts):
         n = done[-1] + 1 if done else 1
         if done:
             log(f"run: attempt {done[-1]} invalid ({'; '.join(fidelity_of(staging / str(done[-1]))['reasons'])}): "
@@ -63,8 +84,16 @@ def run_attempts(run_once, spec: dict, staging: Path, run_dir: Path, attempts: i
         # the controller's view of the attempt (connect, copy, run, copy back): what a plan's wall time is made of
         (staging / str(n) / "controller.json").write_text(json.dumps(
             {"started_utc": started.isoformat(timespec="seconds"), "wall_s": round(time.monotonic() - t0, 1),
-             "favorlab_commit": favorlab_commit()}) + "\n")
+             "favorlab_commit": favorlab_commit(), **(extra() if extra else {})}) + "\n")
         done.append(n)
+        if made is not None:
+            made.append(n)
+    return 0
+
+
+def assemble(staging: Path, run_dir: Path, log=print) -> int:
+    """The last attempt becomes the run directory, the earlier ones go inside it, attempts.json lists all."""
+    done = finished_attempts(staging)
     last = staging / str(done[-1])
     record = []
     for k in done:
@@ -80,6 +109,12 @@ def run_attempts(run_once, spec: dict, staging: Path, run_dir: Path, attempts: i
     v = record[-1]
     log(f"run: {run_dir.name} {'valid' if v['valid'] else 'still INVALID'} after {len(record)} attempt(s)")
     return 0
+
+
+def run_attempts(run_once, spec: dict, staging: Path, run_dir: Path, attempts: int, log=print) -> int:
+    """make_attempts, then assemble: 0 when the run directory is in place."""
+    rc = make_attempts(run_once, spec, staging, attempts, log)
+    return rc if rc != 0 else assemble(staging, run_dir, log)
 
 
 def favorlab_commit() -> str:
@@ -102,39 +137,93 @@ def attempt_spec(spec: dict, n: int) -> dict:
     return spec
 
 
-def main() -> None:
+def remote_command(t: dict, spec_file: Path, schedule: Path, dest: Path) -> list[str]:
+    """testbed.remote for one attempt, connecting as Ansible does (the inventory's user, key and ssh
+    args) and checking the host key against the member's known_hosts file."""
+    cmd = [sys.executable, "-m", "testbed.remote",
+           "--ssh-host", t["host"], "--ssh-port", str(t["port"]), "--ssh-user", t["user"],
+           "--spec", str(spec_file), "--schedule", str(schedule), "--run-dir", str(dest)]
+    if t.get("key"):
+        cmd += ["--ssh-key", t["key"]]
+    if t.get("known_hosts"):
+        cmd += ["--known-hosts", t["known_hosts"], "--host-key-checking", t.get("host_key_checking") or "yes"]
+    if t.get("ssh_args"):   # FABRIC's bastion; "=": the value starts with "-o"
+        cmd += [f"--ssh-args={t['ssh_args']}"]
+    return cmd
+
+
+def log(msg: str) -> None:
+    print(msg, flush=True)
+
+
+def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--testbed", required=True, help="the config's testbed section, as JSON")
+    ap.add_argument("--testbed", required=True,
+                    help="the pool's members (favorconf's pool), or one testbed, as JSON")
     ap.add_argument("--spec", required=True, type=Path, help="run.json of this run")
     ap.add_argument("--schedule", required=True, type=Path, help="schedule.csv of this run")
     ap.add_argument("--run-dir", required=True, type=Path, help="final run directory")
     ap.add_argument("--attempts", type=int, default=3, help="runs made at most while the run comes back invalid")
-    a = ap.parse_args()
+    ap.add_argument("--excluded-dir", type=Path,
+                    help="members this pipeline left out (default: results/<config>/testbeds/excluded)")
+    a = ap.parse_args(argv)
 
-    tb = json.loads(a.testbed)
-    testbed_ctl.up(tb)
-    t = testbed_ctl.target(tb)
+    members = testbed_ctl.members_of(json.loads(a.testbed))
     run_dir = a.run_dir.resolve()
     staging = run_dir.parent.parent / "attempts" / run_dir.name
-
-    def run_once(spec: dict, dest: Path) -> int:
-        spec_file = staging / f"{dest.name}.run.json"
-        spec_file.write_text(json.dumps(spec, indent=2) + "\n")
-        cmd = [sys.executable, "-m", "testbed.remote",
-               "--ssh-host", t["host"], "--ssh-port", str(t["port"]), "--ssh-user", t["user"],
-               "--spec", str(spec_file), "--schedule", str(a.schedule.resolve()), "--run-dir", str(dest)]
-        if t.get("key"):
-            cmd += ["--ssh-key", t["key"]]
-        if tb["kind"] == "ssh" and t.get("ssh_args"):   # FABRIC's bastion; "=": the value starts with "-o"
-            cmd += [f"--ssh-args={t['ssh_args']}"]
-        print(f"run: {spec['run_id']} attempt {dest.name} on {t['host']}:{t['port']}", flush=True)
-        rc = subprocess.run(cmd, cwd=REPO).returncode
-        spec_file.unlink(missing_ok=True)
-        return rc
-
+    excluded_dir = a.excluded_dir or run_dir.parent.parent / "testbeds" / "excluded"
     spec = json.loads(a.spec.read_text())
-    sys.exit(run_attempts(run_once, spec, staging, run_dir, a.attempts, log=lambda m: print(m, flush=True)))
+    if not pending(staging, a.attempts):     # resumed after its last attempt came back: no testbed needed
+        return assemble(staging, run_dir, log)
+
+    try:
+        lease = pool.lease(members, excluded_dir, what=f"{spec['run_id']} in {REPO}", log=log)
+    except pool.NoTestbedLeft as e:
+        log(f"run: {spec['run_id']}: {e}")
+        return 1
+    made: list[int] = []
+    with lease:
+        member = lease.member
+        log(f"run: {spec['run_id']} leased testbed {lease.id}")
+        try:
+            # under the lease: this member runs this checkout's code (provisioned again if another
+            # pipeline with other code used it last); cheap when its marker matches
+            testbed_ctl.up(member)
+            t = testbed_ctl.target(member)
+        except (SystemExit, subprocess.CalledProcessError, subprocess.TimeoutExpired) as e:
+            rc, t, failure = 1, None, f"could not be brought up ({e})"
+        if t is not None:
+            def run_once(spec: dict, dest: Path) -> int:
+                spec_file = staging / f"{dest.name}.run.json"
+                spec_file.write_text(json.dumps(spec, indent=2) + "\n")
+                log(f"run: {spec['run_id']} attempt {dest.name} on {lease.id} ({t['host']}:{t['port']})")
+                rc = subprocess.run(remote_command(t, spec_file, a.schedule.resolve(), dest), cwd=REPO).returncode
+                spec_file.unlink(missing_ok=True)
+                return rc
+            rc = make_attempts(run_once, spec, staging, a.attempts, log=log,
+                               extra=lambda: {"lease": lease.record(t)}, made=made)
+            failure = f"testbed.remote exited with {rc}"
+        if rc != 0:
+            # the testbed's fault (dead, hung, unreachable) or the run's own? An attempt that came back
+            # complete, valid or not, never gets here.
+            why = testbed_ctl.dead_reason(member)
+            if not why and rc == remote.EXIT_UNREACHABLE:
+                why = "stopped answering SSH during the attempt (testbed.remote exit 255)"
+            if why:
+                pool.exclude(excluded_dir, lease.id, f"{why}; while running {spec['run_id']}")
+                log(f"testbed {lease.id} left out for the rest of this pipeline: {why}")
+                rc = EXIT_TESTBED_LEFT_OUT
+            else:
+                log(f"run: {spec['run_id']} failed on {lease.id}, which still answers: {failure}")
+    for n in made:      # the lease's end, in the controller.json of each attempt made under it
+        ctl = staging / str(n) / "controller.json"
+        c = json.loads(ctl.read_text())
+        c["lease"]["released_utc"] = lease.released_utc
+        ctl.write_text(json.dumps(c) + "\n")
+    if rc != 0:
+        return rc
+    return assemble(staging, run_dir, log)
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

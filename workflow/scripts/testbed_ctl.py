@@ -1,12 +1,30 @@
-"""Bring a config's testbed up (booted and provisioned by Ansible) or down, and say how to reach it.
+"""Bring a config's testbeds up (booted and provisioned by Ansible) or down, and say how to reach them.
 
     python workflow/scripts/testbed_ctl.py up   --testbed '{"kind": "local-vm", "vm_name": "favorlab"}'
     python workflow/scripts/testbed_ctl.py down --testbed '...'
-    python workflow/scripts/testbed_ctl.py target --testbed '...'   # JSON: host, port, user, key
+    python workflow/scripts/testbed_ctl.py target --testbed '...'   # JSON: host, port, user, key, ssh_args,
+                                                                    # known_hosts, host_key_checking
+    python workflow/scripts/testbed_ctl.py up-all --pool '<favorconf pool JSON>' [--limit N]
+                [--excluded-dir results/<config>/testbeds/excluded] [--log-dir DIR]
+    python workflow/scripts/testbed_ctl.py down-all --pool '...'
+
+`--testbed` is one member of a pool (favorconf.expand_pool), or a config's testbed section naming one
+testbed; `--pool` is the pool (a list of members, or favorconf's {"members": [...]}).
 
 `up` is idempotent and cheap when nothing changed: the host records the hash of the code it was
 provisioned with in /run/favorlab/provisioned (tmpfs: a rebooted host is provisioned again), and
 Ansible runs only when that differs. The same roles provision the local VM and real SSH hosts.
+`up-all` brings every member up at once, one thread per member, each under the member's lease
+(orchestrate/pool.py): the pipeline calls it once before its runs (onstart, workflow/rules/testbed.smk).
+A member another pipeline holds is left to it; one that cannot be brought up and does not answer is
+left out of this pipeline (--excluded-dir). `down-all` stops the pool's local guests (unless
+keep_running) that no other pipeline holds.
+
+Host keys: a local guest's known_hosts file is written by favorvm at each start from the image's host
+key (StrictHostKeyChecking=yes); an ssh member's is ${FAVORLAB_CACHE:-~/.cache/favorlab}/known_hosts/
+<member-id>, filled on first contact (accept-new) and checked from then on. ssh_options() puts these
+first, ahead of the inventory's own ssh args, for every ssh this controller makes: the marker check
+here, Ansible (its ansible_ssh_common_args) and testbed.remote (the runs).
 """
 from __future__ import annotations
 
@@ -16,16 +34,30 @@ import json
 import shlex
 import subprocess
 import sys
+import threading
+import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
+if str(REPO) not in sys.path:
+    sys.path.insert(0, str(REPO))
+from orchestrate import pool  # noqa: E402
 FAVORVM = REPO / "testbed" / "vm" / "favorvm"
 VENV_BIN = Path(sys.executable).parent
 MARKER = "/run/favorlab/provisioned"
 
 
-def log(msg: str) -> None:
-    print(f"testbed: {msg}", flush=True)
+def log(msg: str, out=None) -> None:
+    print(f"testbed: {msg}", flush=True, file=out or sys.stdout)
+
+
+def members_of(value) -> list[dict]:
+    """A pool (list of members, or favorconf's {"members": [...]}) or one testbed dict -> members with ids."""
+    if isinstance(value, dict) and "members" in value:
+        value = value["members"]
+    if isinstance(value, dict):
+        value = [value]
+    return [dict(m, id=pool.member_id(m)) for m in value]
 
 
 def code_hash() -> str:
@@ -44,10 +76,10 @@ def vm_state(name: str) -> dict:
         return {}
 
 
-def inventory(tb: dict) -> tuple[str, str]:
+def inventory(tb: dict, state: dict | None = None) -> tuple[str, str]:
     """(inventory path, host name) for Ansible."""
     if tb["kind"] == "local-vm":
-        state = vm_state(tb["vm_name"])
+        state = state if state is not None else vm_state(tb["vm_name"])
         inv = state.get("inventory")
         if not inv:
             sys.exit(f"testbed: VM {tb['vm_name']} is not running or has no inventory; "
@@ -58,45 +90,89 @@ def inventory(tb: dict) -> tuple[str, str]:
 
 
 def target(tb: dict) -> dict:
-    """SSH coordinates of the experiment host, from the Ansible inventory (one source of truth)."""
-    inv, host = inventory(tb)
+    """SSH coordinates of the experiment host, from the Ansible inventory (one source of truth), and the
+    known_hosts file that holds its host key (see the module's docstring)."""
+    state = vm_state(tb["vm_name"]) if tb["kind"] == "local-vm" else None
+    inv, host = inventory(tb, state)
     out = subprocess.run([str(VENV_BIN / "ansible-inventory"), "-i", inv, "--host", host],
                          capture_output=True, text=True, cwd=REPO / "ansible", stdin=subprocess.DEVNULL)
     if out.returncode != 0:
         sys.exit(f"testbed: cannot read host {host} from inventory {inv}: {out.stderr.strip()}")
     hv = json.loads(out.stdout)
+    if state is not None:                 # favorvm wrote it from the image's host key at this boot
+        known_hosts, checking = state.get("known_hosts"), "yes"
+    else:
+        kh = pool.known_hosts_file(pool.member_id(tb))
+        kh.parent.mkdir(parents=True, exist_ok=True)
+        known_hosts, checking = str(kh), "accept-new"
     return {"host": hv.get("ansible_host", host), "port": int(hv.get("ansible_port", 22)),
             "user": hv.get("ansible_user", "root"),
             "key": hv.get("ansible_ssh_private_key_file"),
-            "ssh_args": hv.get("ansible_ssh_common_args", "")}
+            "ssh_args": hv.get("ansible_ssh_common_args", ""),
+            "known_hosts": known_hosts, "host_key_checking": checking}
 
 
-def ssh(t: dict, command: str) -> subprocess.CompletedProcess:
-    # shlex: a FABRIC ProxyCommand is one quoted option with spaces; sudo: the marker lives in /run,
-    # and CloudLab and FABRIC log in as a user with passwordless sudo, not as root
+def ssh_options(t: dict) -> list[str]:
+    """The member's host-key options, then the inventory's ssh args (shlex: a FABRIC ProxyCommand is one
+    quoted option with spaces). ssh keeps the first value it sees of an option, so the known_hosts file
+    chosen here wins over anything the inventory says about host keys."""
+    opts = []
+    if t.get("known_hosts"):
+        opts += ["-o", f"UserKnownHostsFile={t['known_hosts']}",
+                 "-o", f"StrictHostKeyChecking={t.get('host_key_checking') or 'yes'}"]
+    return opts + shlex.split(t.get("ssh_args") or "")
+
+
+def ssh(t: dict, command: str, timeout: float | None = None) -> subprocess.CompletedProcess:
+    # sudo: the marker lives in /run, and CloudLab and FABRIC log in as a user with passwordless sudo
     args = ["ssh", "-p", str(t["port"]), "-o", "BatchMode=yes"]
     if t.get("key"):
         args += ["-i", t["key"]]
-    args += shlex.split(t.get("ssh_args") or "")
+    args += ssh_options(t)
     if t["user"] != "root":
         command = f"sudo -n sh -c {shlex.quote(command)}"
     # its own stdin: ssh leaves a shared one non-blocking when it dies mid-session (see favorvm's probe)
     return subprocess.run(args + [f"{t['user']}@{t['host']}", command], capture_output=True, text=True,
-                          stdin=subprocess.DEVNULL)
+                          stdin=subprocess.DEVNULL, timeout=timeout)
 
 
-def up(tb: dict) -> None:
+def dead_reason(tb: dict) -> str | None:
+    """Why the testbed is dead or not answering, or None when it answers SSH (then a failure was the
+    run's or the provisioning's own, not the testbed's)."""
+    if tb["kind"] == "local-vm":
+        st = vm_state(tb["vm_name"])
+        if not st.get("running"):
+            return (f"VM {tb['vm_name']} is not running (its QEMU process"
+                    + (f", pid {st['pid']}," if st.get("pid") else "") + " is gone)")
+    try:
+        t = target(tb)
+    except SystemExit as e:
+        return f"its SSH coordinates cannot be read ({e})"
+    try:
+        r = ssh(t, "true", timeout=90)
+    except subprocess.TimeoutExpired:
+        return f"does not answer SSH at {t['host']}:{t['port']} (no answer within 90 s)"
+    if r.returncode == 255:
+        last = (r.stderr.strip().splitlines() or ["ssh exit 255"])[-1]
+        return f"does not answer SSH at {t['host']}:{t['port']} ({last})"
+    return None
+
+
+def up(tb: dict, out=None) -> None:
+    """Boot (a local guest) and provision the testbed with this checkout's code unless it already is.
+    out: a file for the output of favorvm and Ansible (up-all: one per member), else ours."""
     if tb["kind"] == "local-vm" and not vm_state(tb["vm_name"]).get("running"):
-        log(f"starting the local VM {tb['vm_name']} (first boot builds the guest image)")
-        subprocess.run([str(FAVORVM), "start", "--name", tb["vm_name"]], check=True, stdin=subprocess.DEVNULL)
+        log(f"starting the local VM {tb['vm_name']} (first boot builds the guest image)", out)
+        subprocess.run([str(FAVORVM), "start", "--name", tb["vm_name"]], check=True, stdin=subprocess.DEVNULL,
+                       stdout=out, stderr=out)
     t = target(tb)
     want = code_hash() + ("+p4" if tb.get("p4") else "")
-    have = ssh(t, f"cat {MARKER} 2>/dev/null").stdout.strip()
+    have = ssh(t, f"cat {MARKER} 2>/dev/null", timeout=120).stdout.strip()
     if have == want:
-        log(f"{t['host']}:{t['port']} already provisioned with this code ({want})")
+        log(f"{t['host']}:{t['port']} already provisioned with this code ({want})", out)
         return
     inv, host = inventory(tb)
-    log(f"provisioning {host} with Ansible (ansible/site.yml)")
+    log(f"provisioning {host} with Ansible (ansible/site.yml)", out)
     extra = []
     if tb.get("p4"):   # a config with a P4 AQM: the toolchain and the programs too (role p4_toolchain)
         import favorconf
@@ -104,9 +180,12 @@ def up(tb: dict) -> None:
         tarball = favorconf.p4_tarball()
         if tarball:
             extra += ["-e", f"p4_toolchain_tarball={tarball}"]
+    # the member's host-key options ahead of the inventory's own (ssh_options): as an extra var it
+    # replaces the inventory's ansible_ssh_common_args for this one host (--limit)
+    extra += ["-e", json.dumps({"ansible_ssh_common_args": shlex.join(ssh_options(t))})]
     subprocess.run([str(VENV_BIN / "ansible-playbook"), "-i", inv, "--limit", host, *extra, "site.yml"],
-                   check=True, cwd=REPO / "ansible", stdin=subprocess.DEVNULL)
-    r = ssh(t, f"mkdir -p $(dirname {MARKER}) && echo {want} > {MARKER}")
+                   check=True, cwd=REPO / "ansible", stdin=subprocess.DEVNULL, stdout=out, stderr=out)
+    r = ssh(t, f"mkdir -p $(dirname {MARKER}) && echo {want} > {MARKER}", timeout=120)
     if r.returncode != 0:
         sys.exit(f"testbed: could not record provisioning on {host}: {r.stderr.strip()}")
 
@@ -117,19 +196,98 @@ def down(tb: dict) -> None:
         subprocess.run([str(FAVORVM), "stop", "--name", tb["vm_name"]], check=False)
 
 
-def main() -> None:
+def up_all(members: list[dict], limit: int | None = None, excluded_dir: Path | None = None,
+           log_dir: Path | None = None, up_one=None) -> int:
+    """Bring up to `limit` members up and provisioned at once, each in a thread of its own under the
+    member's lease. 0 when every member taken came up; 1 when one failed (a dead one is excluded)."""
+    up_one = up_one or up
+    out = pool.excluded(excluded_dir)
+    leases = []
+    for m in members:
+        if limit is not None and len(leases) >= limit:
+            break
+        if m["id"] in out:
+            continue
+        got = pool.try_lease(m, what="testbed_ctl up-all")
+        if got is None:
+            log(f"{m['id']} is leased ({pool.holder(m['id'])}): its holder keeps it up")
+            continue
+        leases.append(got)
+    if not leases:
+        return 0
+    if log_dir:
+        Path(log_dir).mkdir(parents=True, exist_ok=True)
+    log(f"bringing up {', '.join(l.id for l in leases)} at once"
+        + (f" (output: {log_dir}/up-<member>.log)" if log_dir else ""))
+    results: dict[str, str] = {}
+
+    def work(lease):
+        f = open(Path(log_dir) / f"up-{lease.id}.log", "w") if log_dir else None
+        t0 = time.monotonic()
+        try:
+            up_one(lease.member, out=f)
+            results[lease.id] = f"up in {time.monotonic() - t0:.0f} s"
+        except BaseException as e:   # sys.exit and CalledProcessError from up() too: the thread reports
+            why = dead_reason(lease.member)
+            what = f"{type(e).__name__}: {e}"
+            if why and excluded_dir:
+                pool.exclude(Path(excluded_dir), lease.id, f"could not be brought up ({what}): {why}")
+                log(f"testbed {lease.id} left out for the rest of this pipeline: could not be brought up: {why}")
+            results[lease.id] = f"FAILED after {time.monotonic() - t0:.0f} s ({what})"
+        finally:
+            lease.release()
+            if f:
+                f.close()
+    threads = [threading.Thread(target=work, args=(l,), name=f"up-{l.id}") for l in leases]
+    for th in threads:
+        th.start()
+    for th in threads:
+        th.join()
+    log("up-all: " + "; ".join(f"{k} {v}" for k, v in results.items()))
+    return 0 if all(v.startswith("up ") for v in results.values()) else 1
+
+
+def down_all(members: list[dict]) -> None:
+    """Stop the pool's local guests, except those another pipeline holds (it is still running there)."""
+    for m in members:
+        if m["kind"] != "local-vm" or m.get("keep_running"):
+            continue
+        got = pool.try_lease(m, what="testbed_ctl down-all")
+        if got is None:
+            log(f"{m['id']} is leased ({pool.holder(m['id'])}): left running")
+            continue
+        with got:
+            down(m)
+
+
+def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("action", choices=["up", "down", "target"])
-    ap.add_argument("--testbed", required=True, help="the config's testbed section, as JSON")
-    a = ap.parse_args()
-    tb = json.loads(a.testbed)
+    ap.add_argument("action", choices=["up", "down", "target", "up-all", "down-all"])
+    ap.add_argument("--testbed", help="one testbed (a pool member or a one-testbed section), as JSON")
+    ap.add_argument("--pool", help="up-all, down-all: the pool, as JSON")
+    ap.add_argument("--limit", type=int, help="up-all: bring at most this many members up")
+    ap.add_argument("--excluded-dir", type=Path, help="up-all: results/<config>/testbeds/excluded")
+    ap.add_argument("--log-dir", type=Path, help="up-all: one log per member here (else on stdout)")
+    a = ap.parse_args(argv)
+    if a.action in ("up-all", "down-all"):
+        if not a.pool:
+            ap.error(f"{a.action} needs --pool")
+        members = members_of(json.loads(a.pool))
+        if a.action == "down-all":
+            down_all(members)
+            return 0
+        return up_all(members, a.limit, a.excluded_dir, a.log_dir)
+    if not a.testbed:
+        ap.error(f"{a.action} needs --testbed")
+    tb = members_of(json.loads(a.testbed))[0]
     if a.action == "up":
         up(tb)
     elif a.action == "down":
         down(tb)
     else:
         print(json.dumps(target(tb)))
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())
