@@ -13,17 +13,19 @@ import sys
 
 POOL = CFG["pool"]
 EXCLUDED = f"{RESULTS}/testbeds/excluded"
+# runs at once: the pool's size, unless Snakemake was given fewer testbeds (--resources testbed=N)
+AT_ONCE = max(1, min(POOL["size"], workflow.global_resources.get("testbed") or POOL["size"]))
 
 # Local guests' vCPUs are this machine's cores: the pool's runs together hold all of them (cores / pool
 # size each), so no extraction or figure job runs beside them and takes CPU from a guest (what the
 # runner's CPU and lateness checks would then catch as the testbed's fault). A real host's run leaves
 # the controller's cores free: it only waits on ssh, so it counts no core and an ssh pool's runs are
 # bounded by the testbed resource alone.
-RUN_THREADS = max(1, workflow.cores // POOL["size"]) if CFG["testbed"]["kind"] == "local-vm" else 0
+RUN_THREADS = max(1, workflow.cores // AT_ONCE) if CFG["testbed"]["kind"] == "local-vm" else 0
 
 if workflow.is_main_process:
     print(f"favorlab: testbed pool of {POOL['size']} ({', '.join(m['id'] for m in POOL['members'])}): up to "
-          f"{POOL['size']} runs at once, each run job retried {POOL['retries']} time(s) after a failure",
+          f"{AT_ONCE} runs at once, each run job retried {POOL['retries']} time(s) after a failure",
           file=sys.stderr, flush=True)
 
 
@@ -61,7 +63,7 @@ rule run:
 
 # Before the first job, once per pipeline (onstart runs only when there is something to do, and never
 # in a dry run): every member gets a new chance (the members left out by the last pipeline are listed
-# again), and as many members as there are runs to make, up to the pool's size, are booted and
+# again), and as many members as there are runs to make, up to the runs at once, are booted and
 # provisioned at once by `testbed_ctl up-all` (one thread per member, each under its lease), instead of
 # each run job finding its member down or unprovisioned. A hook and not a rule: a rule's output would
 # have to be an input of every run, and a new input makes Snakemake redo the finished runs; a hook also
@@ -72,7 +74,7 @@ onstart:
     if _todo:
         shell("{PY} workflow/scripts/testbed_ctl.py up-all --pool {pool} --limit {n} --excluded-dir {EXCLUDED}"
               " --log-dir {RESULTS}/logs/testbeds || true",
-              pool=favorconf.shell_json(POOL["members"]), n=min(_todo, POOL["size"]))
+              pool=favorconf.shell_json(POOL["members"]), n=min(_todo, AT_ONCE))
 
 
 onsuccess:
