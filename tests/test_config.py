@@ -136,3 +136,11 @@ def test_config_strings_reach_the_shell_as_one_word(tmp_path):
     rules = (REPO / "workflow" / "rules" / "testbed.smk").read_text()
     # the run, the pool brought up before it (onstart) and down after it (onsuccess, onerror)
     assert "'{tb}'" not in rules and "'{pool}'" not in rules and rules.count("favorconf.shell_json(") == 4
+
+
+def test_a_validated_config_validates_again_unchanged():
+    """capacity.py and others edit a loaded config and validate it again: what validate derives (the pool,
+    the P4 flag) must not read as unknown keys."""
+    cfg = favorconf.load(REPO / "config" / "quick.yaml")
+    again = favorconf.validate(cfg, "again")
+    assert again == cfg
