@@ -4,9 +4,10 @@
 
 For each run of a results directory (its tables/<run_id>/flows.csv and runs/<run_id>/run.json), the test
 that extract applies to the run's own window (flows in the system, sampled once a second, drift of a
-least-squares line against the noise around it: extract.steady_state) is applied to windows that all start
-at the run's warm-up and last each of --windows seconds, up to the run's duration_s. A config's duration is
-chosen as the shortest window steady at the loads that must be; the table says where no window was.
+least-squares line against the noise around it: extract.steady_state) is applied to windows that start at
+each of --starts (default: the run's warm-up) and last each of --windows seconds, up to the run's
+duration_s. A config's warm-up and duration are chosen as the shortest that are steady at the loads that
+must be; the table says where none was.
 """
 from __future__ import annotations
 
@@ -39,7 +40,7 @@ def offered_in_window(flows: list[dict], window: tuple[float, float], mbps: floa
     return b * 8 / (mbps * 1e6 * (window[1] - window[0]))
 
 
-def study(results: str, windows: list[float]) -> list[dict]:
+def study(results: str, windows: list[float], starts: list[float] | None = None) -> list[dict]:
     out = []
     tables = os.path.join(results, "tables")
     if not os.path.isdir(tables):
@@ -50,29 +51,33 @@ def study(results: str, windows: list[float]) -> list[dict]:
         spec = json.load(open(os.path.join(rundir, "run.json")))
         flows = read_flows(os.path.join(tables, run_id, "flows.csv"))
         t0 = run_t0(rundir, flows)
-        w0, dur = float(spec.get("warmup_s", 0)), float(spec["duration_s"])
-        mbps = float(spec["topology"]["bottleneck_mbps"])
-        for w in windows:
-            if w0 + w > dur:
-                continue
-            win = (w0, w0 + w)
-            s = steady_state(flows, t0, win)
-            out.append(dict(run_id=run_id, aqm=spec["aqm"]["name"], load=spec["load"], window_s=w,
-                            offered=round(offered_in_window(flows, win, mbps), 3), **s))
+        dur, mbps = float(spec["duration_s"]), float(spec["topology"]["bottleneck_mbps"])
+        for w0 in starts or [float(spec.get("warmup_s", 0))]:
+            for w in windows:
+                if w0 + w > dur:
+                    continue
+                win = (w0, w0 + w)
+                s = steady_state(flows, t0, win)
+                out.append(dict(run_id=run_id, aqm=spec["aqm"]["name"], load=spec["load"], start_s=w0,
+                                window_s=w, offered=round(offered_in_window(flows, win, mbps), 3), **s))
     return out
 
 
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--results", required=True, help="a pipeline's results directory (results/<name>)")
-    ap.add_argument("--windows", default="40,60,80,120,160", help="window lengths, seconds after the warm-up")
+    ap.add_argument("--windows", default="40,60,80,120,160", help="window lengths, seconds")
+    ap.add_argument("--starts", help="window starts, seconds after t0 (default: each run's warmup_s)")
     a = ap.parse_args(argv)
-    rows = study(a.results, [float(x) for x in a.windows.split(",")])
-    print(f"{'run':44} {'window':>6} {'offered':>7} {'N mean':>7} {'drift':>6} {'sd':>5} steady")
+    starts = [float(x) for x in a.starts.split(",")] if a.starts else None
+    rows = study(a.results, [float(x) for x in a.windows.split(",")], starts)
+    print(f"{'run':44} {'start':>5} {'window':>6} {'offered':>7} {'N mean':>7} {'drift':>6} {'sd':>5} steady")
     for r in rows:
-        print(f"{r['run_id']:44} {r['window_s']:6.0f} {r['offered']:7.3f} {r['in_system_mean']!s:>7} "
-              f"{r['in_system_drift']!s:>6} {r['in_system_noise_sd']!s:>5} {'yes' if r['steady'] == 1 else 'NO'}")
-    print(f"rerun: .venv/bin/python -m analysis.steady_study --results {a.results} --windows {a.windows}")
+        print(f"{r['run_id']:44} {r['start_s']:5.0f} {r['window_s']:6.0f} {r['offered']:7.3f} "
+              f"{r['in_system_mean']!s:>7} {r['in_system_drift']!s:>6} {r['in_system_noise_sd']!s:>5} "
+              f"{'yes' if r['steady'] == 1 else 'NO'}")
+    print(f"rerun: .venv/bin/python -m analysis.steady_study --results {a.results} --windows {a.windows}"
+          + (f" --starts {a.starts}" if a.starts else ""))
 
 
 if __name__ == "__main__":
