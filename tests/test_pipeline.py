@@ -50,7 +50,10 @@ def snakemake(cfg: Path, **kw) -> subprocess.Popen:
     # the log a file, Python buffered them, the test missed the first run and saw the whole pipeline end)
     env = {**os.environ, "PYTHONUNBUFFERED": "1",
            "FAVORLAB_TEST_FIRST_ATTEMPT": json.dumps({"run_id": FORCED_INVALID, "fidelity": {"rtt_tolerance_ms": 0}})}
-    return subprocess.Popen(cmd, cwd=REPO, start_new_session=True, env=env, **kw)
+    # SIGINT back to its default in the child: a test run started in the background (nohup ... &) inherits
+    # it ignored, and Snakemake would then never see the interruption this test makes
+    return subprocess.Popen(cmd, cwd=REPO, start_new_session=True, env=env,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL), **kw)
 
 
 @pytest.mark.guest

@@ -71,7 +71,8 @@ def snakemake(cfg: Path, log: Path) -> subprocess.Popen:
     cmd = [sys.executable, "-m", "snakemake", "--configfile", str(cfg), "--cores", str(os.cpu_count() or 2),
            "--resources", f"testbed={size}", "--rerun-incomplete", "--show-failed-logs"]
     return subprocess.Popen(cmd, cwd=REPO, start_new_session=True, stdout=open(log, "w"), stderr=subprocess.STDOUT,
-                            env={**os.environ, "PYTHONUNBUFFERED": "1"})
+                            env={**os.environ, "PYTHONUNBUFFERED": "1"},
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))  # as test_pipeline
 
 
 def stop(p: subprocess.Popen, sig=signal.SIGINT, wait=300) -> None:
