@@ -21,20 +21,11 @@ from pathlib import Path
 
 import pytest
 import yaml
+from test_pipeline import require_guest as require_one_guest   # what one guest needs, said once
 
 REPO = Path(__file__).resolve().parents[1]
 VM = "favorlab-pool"
 MEMBERS = [VM, f"{VM}-2"]
-
-
-def guest_possible() -> str | None:
-    """Why the guest cannot run here, or None (as tests/test_pipeline.py)."""
-    for tool in ("qemu-system-x86_64", "debootstrap", "Rscript"):
-        if not shutil.which(tool):
-            return f"{tool} is not installed (./favorlab test installs it)"
-    if os.geteuid() != 0:
-        return "building the guest image needs root (debootstrap)"
-    return None
 
 
 def require_pool_run():
@@ -47,11 +38,7 @@ def require_pool_run():
 
 def require_guest():
     require_pool_run()
-    why = guest_possible()
-    if why:
-        if os.environ.get("FAVORLAB_REQUIRE_GUEST") == "1":
-            pytest.fail(f"the guest is required here but cannot run: {why}")
-        pytest.skip(f"the QEMU guest cannot run on this machine: {why}; runs wherever qemu and root are")
+    require_one_guest()
 
 
 def pool_config(tmp_path: Path, name: str) -> Path:
@@ -61,6 +48,13 @@ def pool_config(tmp_path: Path, name: str) -> Path:
     p = tmp_path / f"{name}.yaml"
     p.write_text(yaml.safe_dump(cfg))
     return p
+
+
+def fresh(tmp_path: Path, name: str) -> tuple[Path, Path]:
+    """The pool config under this name, and its results directory emptied."""
+    results = REPO / "results" / name
+    shutil.rmtree(results, ignore_errors=True)
+    return results, pool_config(tmp_path, name)
 
 
 def snakemake(cfg: Path, log: Path) -> subprocess.Popen:
@@ -102,10 +96,7 @@ def cache() -> Path:
 @pytest.mark.slow
 def test_smoke_on_a_pool_of_two_guests_both_at_once_interrupted_and_resumed(tmp_path):
     require_guest()
-    name = "smoke-pool-ci"
-    results = REPO / "results" / name
-    shutil.rmtree(results, ignore_errors=True)
-    cfg = pool_config(tmp_path, name)
+    results, cfg = fresh(tmp_path, "smoke-pool-ci")
 
     # 1. start; interrupt once the first run is finished for Snakemake
     log1 = tmp_path / "first.log"
@@ -146,10 +137,7 @@ def test_smoke_on_a_pool_of_two_guests_both_at_once_interrupted_and_resumed(tmp_
 @pytest.mark.slow
 def test_a_guest_killed_mid_run_has_its_job_redone_on_the_other(tmp_path):
     require_guest()
-    name = "smoke-pool-kill-ci"
-    results = REPO / "results" / name
-    shutil.rmtree(results, ignore_errors=True)
-    cfg = pool_config(tmp_path, name)
+    results, cfg = fresh(tmp_path, "smoke-pool-kill-ci")
     log = tmp_path / "pipeline.log"
     p = snakemake(cfg, log)
     victim, victim_run = MEMBERS[1], None
