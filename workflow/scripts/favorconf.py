@@ -166,7 +166,7 @@ def validate(config: dict, source: str = "config", warn=None) -> dict:
     problems += _pool_problems(tb, source)
     if problems:
         raise ConfigError("\n".join(problems))
-    cfg["pool"] = expand_pool(tb, source, warn=warn)
+    cfg["pool"] = expand_pool(tb, _testbed_defaults(schema), source, warn=warn)
     return cfg
 
 
@@ -177,9 +177,8 @@ def validate(config: dict, source: str = "config", warn=None) -> dict:
 POOL_KEYS = ("count", "hosts", "group", "retries")
 
 
-def _testbed_defaults() -> dict:
-    with open(SCHEMA_PATH) as f:
-        props = yaml.safe_load(f)["properties"]["testbed"]["properties"]
+def _testbed_defaults(schema: dict) -> dict:
+    props = schema["properties"]["testbed"]["properties"]
     return {k: v["default"] for k, v in props.items() if "default" in v}
 
 
@@ -198,7 +197,7 @@ def _pool_problems(tb: dict, source: str) -> list[str]:
     if "inventory" not in tb:
         p.append(f"{source}: testbed: kind 'ssh' needs 'inventory'. Fix: add testbed.inventory "
                  f"(see ansible/inventories/ssh-hosts/).")
-    elif not (REPO / tb["inventory"]).exists() and not Path(tb["inventory"]).expanduser().exists():
+    elif not inventory_path(tb["inventory"]).exists():
         p.append(f"{source}: testbed.inventory {tb['inventory']!r} does not exist. "
                  f"Fix: point it at an inventory file.")
     given = [k for k in ("host", "hosts", "group") if k in tb]
@@ -247,14 +246,14 @@ def group_hosts(groups: dict, group: str) -> list[str]:
     return out
 
 
-def expand_pool(tb: dict, source: str = "config", warn=None) -> dict:
+def expand_pool(tb: dict, defaults: dict, source: str = "config", warn=None) -> dict:
     """The testbed section -> {"members": [member, ...], "size": N, "retries": R}; each member is a dict
     testbed_ctl takes (kind, vm_name or inventory + host, keep_running, p4) with its id
-    (orchestrate/pool.py: the VM name, or host@<inventory path hash>)."""
+    (orchestrate/pool.py: the VM name, or host@<inventory path hash>). defaults: the schema's testbed
+    defaults, from the schema validate has already read."""
     if str(REPO) not in sys.path:
         sys.path.insert(0, str(REPO))
     from orchestrate import pool
-    defaults = _testbed_defaults()
     common = {"keep_running": tb.get("keep_running", defaults["keep_running"])}
     if tb.get("p4"):
         common["p4"] = True
