@@ -29,6 +29,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+from orchestrate.pool import cache_root, known_hosts_file
+
 REMOTE_ROOT = "/var/lib/favorlab/runs"
 REMOTE_REPO = "/opt/favorlab"
 
@@ -42,10 +44,6 @@ class RemoteError(RuntimeError):
 
 class Unreachable(RemoteError):
     """The host stopped answering SSH (run_one leaves such a testbed out and the job is retried elsewhere)."""
-
-
-def cache_root() -> Path:
-    return Path(os.environ.get("FAVORLAB_CACHE") or Path.home() / ".cache" / "favorlab")
 
 
 def partial_of(run_dir: Path) -> Path:
@@ -110,7 +108,7 @@ class Ssh:
         self.sudo = user != "root"
         extra = shlex.split(ssh_args or "")
         if not known_hosts and not any(o.lower().startswith("userknownhostsfile") for o in extra):
-            known_hosts = cache_root() / "known_hosts" / re.sub(r"[^A-Za-z0-9._-]", "_", f"{host}_{port}")
+            known_hosts = known_hosts_file(re.sub(r"[^A-Za-z0-9._-]", "_", f"{host}_{port}"))
             host_key_checking = host_key_checking or "accept-new"
         self.known_hosts = known_hosts
         opts = []
