@@ -5,7 +5,6 @@ package main
 // goroutine per flow; a dispatcher goroutine sleeps until each start.
 
 import (
-	"context"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -48,7 +47,6 @@ type client struct {
 	mu          sync.Mutex
 	runs        []*flowRun
 	dests       map[string]dest
-	port        int
 	pull        bool
 	timeout     time.Duration
 	timeoutText string
@@ -56,8 +54,6 @@ type client struct {
 	stopped     bool
 	ended       int
 	allEnded    chan struct{}
-	ctx         context.Context
-	cancel      context.CancelFunc
 }
 
 // finish records how the flow ended (the first call wins) and releases its socket. Caller holds c.mu.
@@ -84,12 +80,12 @@ func (c *client) finish(r *flowRun, outcome, errText string) {
 // fail classifies an error like client.py's _outcome.
 func (c *client) fail(r *flowRun, err error) {
 	var ne net.Error
-	if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, os.ErrDeadlineExceeded) ||
+	if errors.Is(err, os.ErrDeadlineExceeded) ||
 		(errors.As(err, &ne) && ne.Timeout() && !isErrno(err, syscall.ETIMEDOUT)) {
 		c.finish(r, "timed_out", c.timeoutText)
 		return
 	}
-	if errors.Is(err, context.Canceled) || errors.Is(err, net.ErrClosed) {
+	if errors.Is(err, net.ErrClosed) {
 		c.finish(r, "timed_out", "still running at --stop-at (or a stop signal)") // a no-op: stop() came first
 		return
 	}
@@ -389,11 +385,10 @@ func clientMain(argv []string) {
 			dests[f.dst] = dest{sa, syscall.AF_INET6}
 		}
 	}
-	c := &client{dests: dests, port: port, pull: a["mode"] == "pull",
+	c := &client{dests: dests, pull: a["mode"] == "pull",
 		timeout:     time.Duration(flowTimeout * 1e9),
 		timeoutText: fmt.Sprintf("flow not ended after --flow-timeout %s s", pyG(flowTimeout)),
 		allEnded:    make(chan struct{})}
-	c.ctx, c.cancel = context.WithCancel(context.Background())
 	c.clk = newClock(a.float("t0", 0))
 	for _, f := range mine {
 		c.runs = append(c.runs, &flowRun{f: f, outcome: "not_started"})
@@ -420,7 +415,6 @@ func clientMain(argv []string) {
 			c.finishLocked(r, "timed_out", "still running at --stop-at (or a stop signal)")
 		}
 	}
-	c.cancel()
 	rows := make([][]string, len(c.runs))
 	counts, order := map[string]int{}, []string{}
 	for i, r := range c.runs {
