@@ -39,12 +39,29 @@ def _no_guest(reason):
     pytest.skip(reason)
 
 
+def console_tail(n=3000):
+    """The end of the guest's serial console: where a kernel lockup, oops or OOM shows when SSH no longer
+    answers (the only view into a hung guest)."""
+    try:
+        st = json.loads(subprocess.run([str(FAVORVM), "status", "--name", VM], capture_output=True,
+                                       text=True, timeout=30).stdout)
+        text = Path(st["console_log"]).read_text(errors="replace")
+    except (OSError, ValueError, KeyError, subprocess.SubprocessError) as e:
+        return f"(no serial console to show: {e})"
+    return f"last lines of the serial console {st['console_log']}:\n{text[-n:]}"
+
+
 class Guest:
     def run(self, cmd, check=True, timeout=300):
-        p = subprocess.run([str(FAVORVM), "ssh", "--name", VM, cmd], capture_output=True, text=True,
-                           timeout=timeout)
+        try:
+            p = subprocess.run([str(FAVORVM), "ssh", "--name", VM, cmd], capture_output=True, text=True,
+                               timeout=timeout)
+        except subprocess.TimeoutExpired:
+            raise AssertionError(f"guest: {cmd}\nno answer within {timeout} s\n{console_tail()}") from None
         if check and p.returncode:
-            raise AssertionError(f"guest: {cmd}\nrc={p.returncode}\n{p.stdout[-2000:]}\n{p.stderr[-2000:]}")
+            # 255 is ssh's own failure (the guest did not answer), not the command's
+            extra = f"\n{console_tail()}" if p.returncode == 255 else ""
+            raise AssertionError(f"guest: {cmd}\nrc={p.returncode}\n{p.stdout[-2000:]}\n{p.stderr[-2000:]}{extra}")
         return p
 
 
