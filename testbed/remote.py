@@ -111,11 +111,14 @@ class Ssh:
             known_hosts = known_hosts_file(re.sub(r"[^A-Za-z0-9._-]", "_", f"{host}_{port}"))
             host_key_checking = host_key_checking or "accept-new"
         self.known_hosts = known_hosts
-        opts = []
+        common = []
         if known_hosts:
-            opts += ["-o", f"UserKnownHostsFile={known_hosts}",
-                     "-o", f"StrictHostKeyChecking={host_key_checking or 'yes'}"]
-        opts += extra
+            common += ["-o", f"UserKnownHostsFile={known_hosts}",
+                       "-o", f"StrictHostKeyChecking={host_key_checking or 'yes'}"]
+        # what Ansible gets as ansible_ssh_common_args (it sets port, user and key itself), so the
+        # provisioning checks the host's key exactly as the runs do
+        self.common_args = common + extra
+        opts = list(self.common_args)
         opts += ["-p", str(port), "-o", "BatchMode=yes", "-o", "ServerAliveInterval=15", "-o", "ConnectTimeout=20"]
         if key:
             opts += ["-i", str(key), "-o", "IdentitiesOnly=yes"]
@@ -144,6 +147,13 @@ class Ssh:
                                   stdin=subprocess.DEVNULL, timeout=timeout).returncode == 0
         except subprocess.TimeoutExpired:
             return False
+
+    def capture(self, cmd: str, timeout: float | None = None) -> subprocess.CompletedProcess:
+        """Run cmd (through sudo for a non-root login), its output captured."""
+        self._ready()
+        # its own stdin: ssh leaves a shared one non-blocking when it dies mid-session (see favorvm's probe)
+        return subprocess.run(["ssh", *self.opts, self.dest, self.command(cmd)], capture_output=True,
+                              text=True, stdin=subprocess.DEVNULL, timeout=timeout)
 
     def run(self, cmd: str, stream=False) -> int:
         self._ready()

@@ -394,7 +394,7 @@ def test_down_all_leaves_a_guest_another_pipeline_holds(monkeypatch):
 
 
 def test_ssh_member_connects_with_its_own_known_hosts(inventory, monkeypatch):
-    """target() of an ssh member: its known_hosts file in the cache, accept-new; ssh_options puts it
+    """target() of an ssh member: its known_hosts file in the cache, accept-new; the ssh client puts it
     ahead of the inventory's own args, and Ansible gets the same as its ansible_ssh_common_args."""
     need_ansible_inventory()
     m = favorconf.validate(smoke(kind="ssh", inventory=str(inventory), host="node1"))["pool"]["members"][0]
@@ -402,16 +402,17 @@ def test_ssh_member_connects_with_its_own_known_hosts(inventory, monkeypatch):
     assert t["host"] == "192.0.2.11" and t["known_hosts"] == str(pool.known_hosts_file(m["id"]))
     assert t["host_key_checking"] == "accept-new"
     t["ssh_args"] = '-o StrictHostKeyChecking=no -o "ProxyCommand=ssh -W [%h]:%p jump"'
-    assert testbed_ctl.ssh_options(t) == ["-o", f"UserKnownHostsFile={t['known_hosts']}",
+    assert testbed_ctl.connect(t).common_args == ["-o", f"UserKnownHostsFile={t['known_hosts']}",
                                           "-o", "StrictHostKeyChecking=accept-new",
                                           "-o", "StrictHostKeyChecking=no", "-o", "ProxyCommand=ssh -W [%h]:%p jump"]
     cmd = run_one.remote_command(t, Path("/s/run.json"), Path("/s/schedule.csv"), Path("/r/1"))
     assert cmd[cmd.index("--known-hosts") + 1] == t["known_hosts"]
     assert cmd[cmd.index("--host-key-checking") + 1] == "accept-new"
+    # the runs (testbed.remote, from run_one's command line) check the key the same way
     from testbed import remote
     ssh = remote.Ssh(t["host"], t["port"], t["user"], known_hosts=t["known_hosts"], ssh_args=t["ssh_args"],
                      host_key_checking="accept-new")
-    assert ssh.opts[:4] == testbed_ctl.ssh_options(t)[:4]        # testbed.remote checks keys the same way
+    assert ssh.opts[:4] == testbed_ctl.connect(t).common_args[:4]
 
     ran = []
 
@@ -424,7 +425,9 @@ def test_ssh_member_connects_with_its_own_known_hosts(inventory, monkeypatch):
     testbed_ctl.up(m)
     play = next(a for a in ran if str(a[0]).endswith("ansible-playbook"))
     extra = json.loads(play[play.index("-e") + 1])
-    assert shlex.split(extra["ansible_ssh_common_args"]) == testbed_ctl.ssh_options(t)
+    assert shlex.split(extra["ansible_ssh_common_args"]) == testbed_ctl.connect(t).common_args
+    marker = [a for a in ran if a[0] == "ssh"]
+    assert marker and all(a[1:5] == testbed_ctl.connect(t).common_args[:4] for a in marker)
 
 
 # ---------------------------------------------------------------- the pipeline's plan

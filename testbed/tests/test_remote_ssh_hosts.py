@@ -73,15 +73,23 @@ def test_remote_cli_passes_ssh_args(monkeypatch, tmp_path):
 
 
 def test_testbed_ctl_ssh_keeps_the_proxy_whole_and_uses_sudo(argvs):
-    t = {"host": "2001:db8:a0::10", "port": 22, "user": "ubuntu", "key": "/keys/slice", "ssh_args": FABRIC_ARGS}
-    testbed_ctl.ssh(t, "mkdir -p $(dirname /run/favorlab/provisioned) && echo h > /run/favorlab/provisioned")
+    """The controller's own ssh (the provisioning marker, the liveness probe) is testbed.remote's."""
+    t = {"host": "2001:db8:a0::10", "port": 22, "user": "ubuntu", "key": "/keys/slice", "ssh_args": FABRIC_ARGS,
+         "known_hosts": "/c/known_hosts/m", "host_key_checking": "accept-new"}
+    testbed_ctl.connect(t).capture("mkdir -p $(dirname /run/favorlab/provisioned) && echo h > /run/favorlab/provisioned")
     argv = argvs[-1]
-    assert "-o" in argv and PROXY in argv
+    assert argv[1:7] == ["-o", "UserKnownHostsFile=/c/known_hosts/m", "-o", "StrictHostKeyChecking=accept-new",
+                         "-o", "StrictHostKeyChecking=accept-new"]
+    assert PROXY in argv and "BatchMode=yes" in argv
     assert argv[-2:] == ["ubuntu@2001:db8:a0::10", "sudo -n sh -c 'mkdir -p $(dirname /run/favorlab/provisioned) "
                                                    "&& echo h > /run/favorlab/provisioned'"]
 
 
-def test_testbed_ctl_ssh_for_the_vm_as_before(argvs):
-    vm_args = "-o UserKnownHostsFile=/c/known_hosts -o StrictHostKeyChecking=yes -o IdentitiesOnly=yes -o ConnectTimeout=20"
-    testbed_ctl.ssh({"host": "127.0.0.1", "port": 40123, "user": "root", "key": "/k", "ssh_args": vm_args}, "cat /m")
-    assert argvs[-1] == ["ssh", "-p", "40123", "-o", "BatchMode=yes", "-i", "/k", *vm_args.split(), "root@127.0.0.1", "cat /m"]
+def test_testbed_ctl_ssh_for_the_vm_as_root(argvs):
+    t = {"host": "127.0.0.1", "port": 40123, "user": "root", "key": "/k", "ssh_args": "",
+         "known_hosts": "/c/known_hosts", "host_key_checking": "yes"}
+    testbed_ctl.connect(t).capture("cat /m")
+    argv = argvs[-1]
+    assert argv[1:5] == ["-o", "UserKnownHostsFile=/c/known_hosts", "-o", "StrictHostKeyChecking=yes"]
+    assert argv[argv.index("-p") + 1] == "40123" and argv[argv.index("-i") + 1] == "/k"
+    assert argv[-2:] == ["root@127.0.0.1", "cat /m"]

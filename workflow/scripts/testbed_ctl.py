@@ -22,7 +22,7 @@ keep_running) that no other pipeline holds.
 
 Host keys: a local guest's known_hosts file is written by favorvm at each start from the image's host
 key (StrictHostKeyChecking=yes); an ssh member's is ${FAVORLAB_CACHE:-~/.cache/favorlab}/known_hosts/
-<member-id>, filled on first contact (accept-new) and checked from then on. ssh_options() puts these
+<member-id>, filled on first contact (accept-new) and checked from then on. testbed.remote.Ssh puts these
 first, ahead of the inventory's own ssh args, for every ssh this controller makes: the marker check
 here, Ansible (its ansible_ssh_common_args) and testbed.remote (the runs).
 """
@@ -42,6 +42,7 @@ REPO = Path(__file__).resolve().parents[2]
 if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 from orchestrate import pool  # noqa: E402
+from testbed.remote import Ssh  # noqa: E402
 FAVORVM = REPO / "testbed" / "vm" / "favorvm"
 VENV_BIN = Path(sys.executable).parent
 MARKER = "/run/favorlab/provisioned"
@@ -112,28 +113,10 @@ def target(tb: dict) -> dict:
             "known_hosts": known_hosts, "host_key_checking": checking}
 
 
-def ssh_options(t: dict) -> list[str]:
-    """The member's host-key options, then the inventory's ssh args (shlex: a FABRIC ProxyCommand is one
-    quoted option with spaces). ssh keeps the first value it sees of an option, so the known_hosts file
-    chosen here wins over anything the inventory says about host keys."""
-    opts = []
-    if t.get("known_hosts"):
-        opts += ["-o", f"UserKnownHostsFile={t['known_hosts']}",
-                 "-o", f"StrictHostKeyChecking={t.get('host_key_checking') or 'yes'}"]
-    return opts + shlex.split(t.get("ssh_args") or "")
-
-
-def ssh(t: dict, command: str, timeout: float | None = None) -> subprocess.CompletedProcess:
-    # sudo: the marker lives in /run, and CloudLab and FABRIC log in as a user with passwordless sudo
-    args = ["ssh", "-p", str(t["port"]), "-o", "BatchMode=yes"]
-    if t.get("key"):
-        args += ["-i", t["key"]]
-    args += ssh_options(t)
-    if t["user"] != "root":
-        command = f"sudo -n sh -c {shlex.quote(command)}"
-    # its own stdin: ssh leaves a shared one non-blocking when it dies mid-session (see favorvm's probe)
-    return subprocess.run(args + [f"{t['user']}@{t['host']}", command], capture_output=True, text=True,
-                          stdin=subprocess.DEVNULL, timeout=timeout)
+def connect(t: dict) -> Ssh:
+    """The ssh client for target(): testbed.remote's, which the runs use too (sudo for a non-root
+    login, the member's known_hosts ahead of the inventory's ssh args)."""
+    return Ssh(**t)
 
 
 def dead_reason(tb: dict) -> str | None:
@@ -149,7 +132,7 @@ def dead_reason(tb: dict) -> str | None:
     except SystemExit as e:
         return f"its SSH coordinates cannot be read ({e})"
     try:
-        r = ssh(t, "true", timeout=90)
+        r = connect(t).capture("true", timeout=90)
     except subprocess.TimeoutExpired:
         return f"does not answer SSH at {t['host']}:{t['port']} (no answer within 90 s)"
     if r.returncode == 255:
@@ -167,7 +150,7 @@ def up(tb: dict, out=None) -> None:
                        stdout=out, stderr=out)
     t = target(tb)
     want = code_hash() + ("+p4" if tb.get("p4") else "")
-    have = ssh(t, f"cat {MARKER} 2>/dev/null", timeout=120).stdout.strip()
+    have = connect(t).capture(f"cat {MARKER} 2>/dev/null", timeout=120).stdout.strip()
     if have == want:
         log(f"{t['host']}:{t['port']} already provisioned with this code ({want})", out)
         return
@@ -180,12 +163,12 @@ def up(tb: dict, out=None) -> None:
         tarball = favorconf.p4_tarball()
         if tarball:
             extra += ["-e", f"p4_toolchain_tarball={tarball}"]
-    # the member's host-key options ahead of the inventory's own (ssh_options): as an extra var it
+    # the member's host-key options ahead of the inventory's own (Ssh.common_args): as an extra var it
     # replaces the inventory's ansible_ssh_common_args for this one host (--limit)
-    extra += ["-e", json.dumps({"ansible_ssh_common_args": shlex.join(ssh_options(t))})]
+    extra += ["-e", json.dumps({"ansible_ssh_common_args": shlex.join(connect(t).common_args)})]
     subprocess.run([str(VENV_BIN / "ansible-playbook"), "-i", inv, "--limit", host, *extra, "site.yml"],
                    check=True, cwd=REPO / "ansible", stdin=subprocess.DEVNULL, stdout=out, stderr=out)
-    r = ssh(t, f"mkdir -p $(dirname {MARKER}) && echo {want} > {MARKER}", timeout=120)
+    r = connect(t).capture(f"mkdir -p $(dirname {MARKER}) && echo {want} > {MARKER}", timeout=120)
     if r.returncode != 0:
         sys.exit(f"testbed: could not record provisioning on {host}: {r.stderr.strip()}")
 
