@@ -15,9 +15,10 @@ import html
 import json
 import os
 import re
-import subprocess
 import sys
 from collections import Counter
+
+from orchestrate.provenance import favorlab_commit
 
 STYLE = """body{font-family:sans-serif;max-width:1100px;margin:auto}table{border-collapse:collapse;font-size:13px}
 td,th{border:1px solid #ccc;padding:3px 6px}.holds{background:#d9f2d9}.does-not-hold{background:#f7d4d4}
@@ -98,17 +99,6 @@ def run_tables(tdir):
         if "run.csv" in files:
             rows += _read(os.path.join(root, "run.csv"), [])
     return rows
-
-
-def favorlab_commit():
-    """The commit of the favorlab checkout that made this report (and whether it had local changes)."""
-    def git(*a):
-        r = subprocess.run(["git", "-C", REPO, *a], capture_output=True, text=True)
-        return r.stdout.strip() if r.returncode == 0 else ""
-    head = git("rev-parse", "--short=12", "HEAD")
-    if not head:
-        return "unknown (not a git checkout)"
-    return head + (" with uncommitted changes" if git("status", "--porcelain", "--untracked-files=no") else "")
 
 
 def provenance(runs, tables):

@@ -36,6 +36,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import testbed_ctl  # noqa: E402   (puts the repository on sys.path)
 from orchestrate import pool  # noqa: E402
+from orchestrate.provenance import favorlab_commit  # noqa: E402
 from testbed import remote  # noqa: E402
 
 REPO = testbed_ctl.REPO
@@ -115,17 +116,6 @@ def run_attempts(run_once, spec: dict, staging: Path, run_dir: Path, attempts: i
     """make_attempts, then assemble: 0 when the run directory is in place."""
     rc = make_attempts(run_once, spec, staging, attempts, log)
     return rc if rc != 0 else assemble(staging, run_dir, log)
-
-
-def favorlab_commit() -> str:
-    """The commit the controller ran this attempt from, and whether its tracked files differed from it."""
-    def git(*a):
-        r = subprocess.run(["git", "-C", str(REPO), *a], capture_output=True, text=True)
-        return r.stdout.strip() if r.returncode == 0 else ""
-    head = git("rev-parse", "--short=12", "HEAD")
-    if not head:
-        return "unknown (not a git checkout)"
-    return head + (" with uncommitted changes" if git("status", "--porcelain", "--untracked-files=no") else "")
 
 
 def attempt_spec(spec: dict, n: int) -> dict:
