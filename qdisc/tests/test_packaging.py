@@ -188,3 +188,15 @@ def test_trace_csv_is_what_analysis_reads(tmp_path):
     f.write_text(",".join(ft.COLUMNS) + "\n" + "".join(",".join(r) + "\n" for r in rows) + "# lost_events=0\n")
     counts = read_favor_trace(str(f))
     assert counts[("10.0.0.1", "10.0.1.1", 1, 2)] == {"favored": 1, "standard": 1}
+
+
+def test_trace_recorder_turns_task_names_off_and_says_how_to_restore(tmp_path):
+    """record-cmd on: turned off, and its file returned for the restore; off or absent: left alone."""
+    ft = load_tracer()
+    (tmp_path / "options").mkdir()
+    opt = tmp_path / "options" / "record-cmd"
+    opt.write_text("1\n")
+    assert ft.record_cmd_off(tmp_path) == opt and opt.read_text() == "0"
+    assert ft.record_cmd_off(tmp_path) is None and opt.read_text() == "0"   # already off: not ours to restore
+    opt.unlink()
+    assert ft.record_cmd_off(tmp_path) is None and not opt.exists()

@@ -64,6 +64,27 @@ def lost_events(inst: Path) -> int:
     return n
 
 
+def record_cmd_off(root: Path) -> Path | None:
+    """Turn tracefs' global record-cmd option off; returns the option's file when it was on (to turn it back
+    on afterwards), else None.
+
+    With record-cmd on, enabling any event also hooks sched_switch and sched_wakeup to remember task names,
+    and disabling it unhooks them. The CSV never uses task names. Hooking and unhooking live-patch the
+    scheduler's code while every CPU runs it, and in the TCG guest that patching has hung the whole guest:
+    one vCPU stuck in __schedule on the instruction being patched, the other waiting for it forever in
+    text_poke_bp (qdisc guest tests, CI and a loop here, 2026-11-24; the serial console shows it). Without
+    record-cmd only favor_enqueue's own call sites are patched, and they are idle when the recorder starts
+    and stops (before the traffic and after it)."""
+    opt = root / "options" / "record-cmd"
+    try:
+        if opt.read_text().strip() != "1":
+            return None
+        opt.write_text("0")
+    except OSError:
+        return None
+    return opt
+
+
 def buffer_fill(inst: Path) -> float:
     """The fullest per-CPU ring buffer's share of its size (per_cpu/cpu*/stats 'bytes:')."""
     size = int((inst / "buffer_size_kb").read_text().split()[0]) * 1024
@@ -109,7 +130,9 @@ def main():
     w = csv.writer(out)
     w.writerow(COLUMNS)
     rows = 0
+    record_cmd = None
     try:
+        record_cmd = record_cmd_off(root)   # before our event is enabled: toggling it patches nothing then
         (inst / "buffer_size_kb").write_text(str(a.buffer_kb))
         clocks = (inst / "trace_clock").read_text()
         if "mono" in clocks.replace("[", " ").replace("]", " ").split():
@@ -152,6 +175,11 @@ def main():
             (inst / "events" / EVENT / "enable").write_text("0")
         except OSError:
             pass
+        if record_cmd:                                    # the host as it was, once our event is off
+            try:
+                record_cmd.write_text("1")
+            except OSError:
+                pass
         for _ in range(50):                               # rmdir fails while the pipe is busy
             try:
                 inst.rmdir()
