@@ -377,8 +377,24 @@ def sizes_arg(sizes: dict) -> str:
 
 def main(argv=None) -> int:
     """python workflow/scripts/favorconf.py CONFIG            validate, list the run ids
-       python workflow/scripts/favorconf.py pool-size CONFIG  the number of testbeds (./favorlab's --resources)"""
+       python workflow/scripts/favorconf.py pool-size CONFIG  the number of testbeds (./favorlab's --resources)
+       python workflow/scripts/favorconf.py plan CONFIG       projected wall time with its pool, 1, 10 and 50
+                                                              testbeds (orchestrate/plan.py)"""
     argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] == ["plan"] and len(argv) == 2:
+        try:
+            c = load(argv[1], warn=lambda m: None)
+        except ConfigError as e:
+            print(str(e), file=sys.stderr)
+            return 2
+        if str(REPO) not in sys.path:       # run as a script from ./favorlab: the package is the repository's
+            sys.path.insert(0, str(REPO))
+        from orchestrate import plan
+        sizes = sorted({c["pool"]["size"], 1, 10, 50})
+        _, lines = plan.project(len(runs(c)), c["duration_s"], c["drain_s"], c["testbed"]["kind"], sizes,
+                                REPO / "results")
+        print("\n".join(lines) + f"\nplan: this config's pool: {c['pool']['size']} testbed(s)")
+        return 0
     if argv[:1] == ["pool-size"] and len(argv) == 2:
         try:
             c = load(argv[1], warn=lambda m: None)   # Snakemake says it once when it loads the config

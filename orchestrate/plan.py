@@ -1,0 +1,75 @@
+"""A pipeline's projected wall time, printed before it starts (./favorlab), from what runs cost here.
+
+Each finished run directory keeps the controller's wall time of every attempt (attempts.json: connect,
+copy, run, copy back) beside the run's spec (run.json: duration_s, drain_s). A run's cost beyond its
+traffic (client start-up lead, probes, topology set-up, copy-back) is that wall time minus duration and
+drain; the median of those overheads over the runs already made on the same kind of testbed, and the
+mean number of attempts per run, give the projection:
+
+    per run  = (duration_s + drain_s + overhead) * attempts per run
+    wall     = ceil(runs / testbeds) * per run
+
+It counts the runs only: the testbeds' set-up (a fresh machine builds the guest image and provisions
+it, about 8 min here; a real host's Ansible play) and the analysis come on top. Local guests share this
+machine's cores: more guests than cores / 2 slow each other down, so their projection holds for real
+hosts (one per testbed), not for many guests on one small machine.
+"""
+from __future__ import annotations
+
+import json
+import math
+import statistics
+from pathlib import Path
+
+# Until a run has been made on this kind of testbed: the overhead measured on the TCG guest of a 2-core
+# machine in the quick run of 2026-11-23 (20 runs of 70 + 20 s at 111-162 s each, median about 42 s).
+DEFAULT_OVERHEAD_S = {"local-vm": 42.0}
+
+
+def measured(results_root: Path, kind: str) -> dict:
+    """Overheads (s) of every attempt made on a testbed of this kind under results_root, and attempts per
+    run. Run directories without attempts.json or run.json (older layouts, half-copied) are skipped."""
+    overheads, attempts = [], []
+    for rec in sorted(results_root.glob("*/runs/*/attempts.json")):
+        try:
+            tries = json.loads(rec.read_text())
+            spec = json.loads((rec.parent / "run.json").read_text())
+            traffic = float(spec["duration_s"]) + float(spec.get("drain_s", 0))
+        except (OSError, ValueError, KeyError, TypeError):
+            continue
+        mine = [t for t in tries if isinstance(t, dict) and (t.get("lease") or {}).get("kind") == kind
+                and isinstance(t.get("wall_s"), (int, float))]
+        if not mine:
+            continue
+        overheads += [t["wall_s"] - traffic for t in mine]
+        attempts.append(len(tries))
+    return {"overheads": overheads, "attempts": attempts}
+
+
+def project(n_runs: int, duration_s: float, drain_s: float, kind: str, testbeds: list[int],
+            results_root: Path) -> tuple[dict, list[str]]:
+    """(numbers, lines to print): per-run cost and the wall time with each number of testbeds."""
+    m = measured(results_root, kind)
+    if m["overheads"]:
+        overhead = statistics.median(m["overheads"])
+        tries = statistics.fmean(m["attempts"])
+        basis = (f"median of {len(m['overheads'])} attempts in {len(m['attempts'])} runs on {kind} testbeds "
+                 f"under {results_root}")
+    elif kind in DEFAULT_OVERHEAD_S:
+        overhead, tries = DEFAULT_OVERHEAD_S[kind], 1.0
+        basis = f"no run on a {kind} testbed here yet: the quick run's overhead on a 2-core TCG guest"
+    else:
+        overhead, tries = None, 1.0
+        basis = f"no run on a {kind} testbed here yet: overhead unknown, traffic time only"
+    per_run = (duration_s + drain_s + (overhead or 0.0)) * tries
+    walls = {n: math.ceil(n_runs / n) * per_run for n in testbeds}
+    lines = [f"plan: {n_runs} runs of {duration_s:g} s traffic + {drain_s:g} s drain; overhead per attempt "
+             + (f"{overhead:.0f} s" if overhead is not None else "unknown") + f" ({basis}); "
+             f"{tries:.2f} attempts per run: {per_run / 60:.1f} min per run",
+             "plan: projected wall time of the runs (set-up and analysis not included): "
+             + ", ".join(f"{n} testbed{'s' if n > 1 else ''} {fmt(w)}" for n, w in walls.items())]
+    return {"per_run_s": per_run, "overhead_s": overhead, "attempts_per_run": tries, "wall_s": walls}, lines
+
+
+def fmt(seconds: float) -> str:
+    return f"{seconds / 3600:.1f} h" if seconds >= 5400 else f"{seconds / 60:.0f} min"

@@ -1,0 +1,54 @@
+"""The projected wall time ./favorlab prints before a pipeline: measured overheads, attempts, testbeds."""
+import json
+import subprocess
+import sys
+
+import pytest
+
+from orchestrate import plan
+from orchestrate.inventory import REPO
+
+
+def run_dir(root, config, run, duration, drain, walls, kind="local-vm"):
+    d = root / config / "runs" / run
+    d.mkdir(parents=True)
+    (d / "run.json").write_text(json.dumps({"duration_s": duration, "drain_s": drain}))
+    (d / "attempts.json").write_text(json.dumps(
+        [{"attempt": i + 1, "wall_s": w, "lease": {"kind": kind}} for i, w in enumerate(walls)]))
+
+
+def test_overhead_is_the_median_beyond_traffic_and_attempts_count(tmp_path):
+    run_dir(tmp_path, "quick", "a", 70, 20, [130])          # overhead 40
+    run_dir(tmp_path, "quick", "b", 70, 20, [140, 150])     # 50, 60: two attempts
+    run_dir(tmp_path, "smoke", "c", 20, 10, [75])           # 45
+    run_dir(tmp_path, "cl", "d", 70, 20, [100], kind="ssh")  # another kind: not counted
+    (tmp_path / "quick" / "runs" / "broken").mkdir()
+    (tmp_path / "quick" / "runs" / "broken" / "attempts.json").write_text("{not json")
+    m = plan.measured(tmp_path, "local-vm")
+    assert sorted(m["overheads"]) == [40, 45, 50, 60] and sorted(m["attempts"]) == [1, 1, 2]
+    nums, lines = plan.project(20, 70, 20, "local-vm", [1, 10, 50], tmp_path)
+    per_run = (90 + 47.5) * (4 / 3)
+    assert nums["per_run_s"] == pytest.approx(per_run)
+    assert nums["wall_s"] == {1: pytest.approx(20 * per_run), 10: pytest.approx(2 * per_run),
+                              50: pytest.approx(per_run)}
+    assert "median of 4 attempts in 3 runs on local-vm" in lines[0]
+    assert "set-up and analysis not included" in lines[1]
+
+
+def test_no_run_yet_says_so(tmp_path):
+    nums, lines = plan.project(2, 20, 10, "local-vm", [1], tmp_path)
+    assert nums["overhead_s"] == plan.DEFAULT_OVERHEAD_S["local-vm"] and "no run on a local-vm testbed here yet" in lines[0]
+    nums, lines = plan.project(600, 500, 60, "ssh", [1, 50], tmp_path)
+    assert nums["overhead_s"] is None and "overhead unknown, traffic time only" in lines[0]
+    assert nums["wall_s"][50] == 12 * 560 and "50 testbeds 1.9 h" in lines[1]
+
+
+def test_favorconf_plan_prints_the_config_and_its_pool():
+    p = subprocess.run([sys.executable, str(REPO / "workflow" / "scripts" / "favorconf.py"), "plan",
+                        str(REPO / "config" / "quick.yaml")], capture_output=True, text=True)
+    assert p.returncode == 0, p.stderr
+    assert p.stdout.startswith("plan: 20 runs of 70 s traffic + 20 s drain")
+    assert "1 testbed " in p.stdout and "50 testbeds" in p.stdout and "this config's pool: 1" in p.stdout
+    bad = subprocess.run([sys.executable, str(REPO / "workflow" / "scripts" / "favorconf.py"), "plan",
+                          str(REPO / "config" / "nope.yaml")], capture_output=True, text=True)
+    assert bad.returncode == 2 and "nope.yaml" in bad.stderr
