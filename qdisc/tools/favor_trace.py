@@ -66,15 +66,18 @@ def lost_events(inst: Path) -> int:
 
 def record_cmd_off(root: Path) -> Path | None:
     """Turn tracefs' global record-cmd option off; returns the option's file when it was on (to turn it back
-    on afterwards), else None.
+    on), else None. A new instance copies the global options when it is made (trace_array_create), and
+    record-cmd cannot be changed inside an instance, so the recorder turns it off for the moment its
+    instance is made, then back on: the instance records without task names and the host's option is
+    as it was.
 
-    With record-cmd on, enabling any event also hooks sched_switch and sched_wakeup to remember task names,
+    With record-cmd on, enabling an event also hooks sched_switch and sched_wakeup to remember task names,
     and disabling it unhooks them. The CSV never uses task names. Hooking and unhooking live-patch the
     scheduler's code while every CPU runs it, and in the TCG guest that patching has hung the whole guest:
     one vCPU stuck in __schedule on the instruction being patched, the other waiting for it forever in
     text_poke_bp (qdisc guest tests, CI and a loop here, 2026-11-24; the serial console shows it). Without
-    record-cmd only favor_enqueue's own call sites are patched, and they are idle when the recorder starts
-    and stops (before the traffic and after it)."""
+    it only favor_enqueue's own call sites are patched, and they are idle when the recorder starts and
+    stops (before the traffic and after it)."""
     opt = root / "options" / "record-cmd"
     try:
         if opt.read_text().strip() != "1":
@@ -83,6 +86,14 @@ def record_cmd_off(root: Path) -> Path | None:
     except OSError:
         return None
     return opt
+
+
+def restore(opt: Path | None) -> None:
+    if opt:
+        try:
+            opt.write_text("1")
+        except OSError:
+            pass
 
 
 def buffer_fill(inst: Path) -> float:
@@ -122,7 +133,11 @@ def main():
     if not (root / "events" / EVENT).is_dir():
         sys.exit(f"favor_trace: {root}/events/{EVENT} missing: load the module first (modprobe sch_favor)")
     inst = root / "instances" / f"favorlab-{os.getpid()}"
-    inst.mkdir()
+    record_cmd = record_cmd_off(root)
+    try:
+        inst.mkdir()                                      # made without record-cmd (see record_cmd_off)
+    finally:
+        restore(record_cmd)
     stop = []
     for s in (signal.SIGINT, signal.SIGTERM):
         signal.signal(s, lambda *_: stop.append(1))
@@ -130,9 +145,7 @@ def main():
     w = csv.writer(out)
     w.writerow(COLUMNS)
     rows = 0
-    record_cmd = None
     try:
-        record_cmd = record_cmd_off(root)   # before our event is enabled: toggling it patches nothing then
         (inst / "buffer_size_kb").write_text(str(a.buffer_kb))
         clocks = (inst / "trace_clock").read_text()
         if "mono" in clocks.replace("[", " ").replace("]", " ").split():
@@ -175,11 +188,6 @@ def main():
             (inst / "events" / EVENT / "enable").write_text("0")
         except OSError:
             pass
-        if record_cmd:                                    # the host as it was, once our event is off
-            try:
-                record_cmd.write_text("1")
-            except OSError:
-                pass
         for _ in range(50):                               # rmdir fails while the pipe is busy
             try:
                 inst.rmdir()
