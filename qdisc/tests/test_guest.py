@@ -236,7 +236,9 @@ def test_trace_rows_for_pushout(guest):
     assert rows[4] == ("pushout_victim", "10.9.0.1", "10.9.0.2", "20001", "17")   # victim 3 (flow udp4/1)
     assert rows[5] == ("favored", "fd09::1", "fd09::2", "20003", "17")            # the arrival that pushed it
     assert rows[-2][0] == "drop_favored" and rows[-2][1] == "" and rows[-2][4] == "0"   # ARP: no addresses
-    # the recorder makes its instance with task-name recording off (favor_trace.record_cmd_off), then turns it back on
+    # the recorder's instance records no task names (favor_trace.record_cmd_off), and the global option is
+    # back as it was
+    assert "norecord-cmd" in res["trace_options"]
     assert guest.run("cat /sys/kernel/tracing/options/record-cmd").stdout.strip() == "1"
 
 

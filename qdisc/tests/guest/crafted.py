@@ -123,11 +123,14 @@ def main():
     sniff = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, socket.htons(3))   # ETH_P_ALL
     sniff.bind((DEV, 0))
     sniff.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 1 << 22)
-    tracer = None
+    tracer, trace_options = None, None
     if spec.get("trace"):
         tracer = subprocess.Popen([sys.executable, TRACER, "--out", spec["trace"], "--dev", DEV],
                                   stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
         tracer.stdout.readline()                     # "recording ..." once enabled
+        # its instance's options while it records: task names must not be recorded (favor_trace.record_cmd_off)
+        with open(f"/sys/kernel/tracing/instances/favorlab-{tracer.pid}/trace_options") as f:
+            trace_options = f.read().split()
     send = sender()
     s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
     s.sendto(b"P" * 300, (DST4, 9999))             # leaves at once; the class then owes ~2.7 s
@@ -177,7 +180,7 @@ def main():
     fav_before = [q for q in xs_full if q.get("kind") == "favor"][0]
     print(json.dumps({"order": order, "qdisc": fav, "qdisc_backlogged": fav_before,
                       "htb_backlogged": [q for q in htb_full if q.get("kind") == "htb"][0],
-                      "send_s": elapsed}))
+                      "send_s": elapsed, "trace_options": trace_options}))
 
 
 if __name__ == "__main__":
