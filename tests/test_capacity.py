@@ -6,6 +6,7 @@ import pytest
 
 import capacity
 import favorconf
+from favorconf import REPO
 
 
 def test_rate_becomes_the_load_that_offers_it():
@@ -46,3 +47,12 @@ def test_a_rate_at_load_one_or_more_is_refused_before_anything_starts(tmp_path, 
     err = capsys.readouterr().err
     assert "--rates 90: load 1 or more" in err and "below 83.3 flows/s" in err and "Fix:" in err
     assert not out.exists()                            # nothing was started
+
+
+def test_a_bad_base_config_is_named_not_a_traceback(tmp_path, capsys):
+    bad = tmp_path / "base.yaml"
+    bad.write_text((REPO / "config" / "quick.yaml").read_text().replace("name: quick", "name: Quick-20M"))
+    assert capacity.main(["--base", str(bad), "--mean-pkts", "10", "--rates", "60", "--out", str(tmp_path / "c")]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("capacity: ") and "Quick-20M" in err and "Fix:" in err
+    assert not (tmp_path / "c").exists()

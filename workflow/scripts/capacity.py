@@ -120,7 +120,11 @@ def main(argv=None) -> int:
     ap.add_argument("--out", type=Path, default=REPO / "results" / "capacity")
     ap.add_argument("--keep-up", action="store_true", help="leave the testbed running afterwards")
     a = ap.parse_args(argv)
-    base = favorconf.load(a.base)
+    try:
+        base = favorconf.load(a.base)
+    except favorconf.ConfigError as e:
+        print(f"capacity: {e}", file=sys.stderr)
+        return 2
     rates = [float(x) for x in a.rates.split(",")]
     mbps = base["topology"]["bottleneck_mbps"]
     over = [r for r in rates if load_for(r, a.mean_pkts, mbps) >= 1]
