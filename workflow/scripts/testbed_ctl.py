@@ -149,8 +149,9 @@ def up(tb: dict, out=None) -> None:
         subprocess.run([str(FAVORVM), "start", "--name", tb["vm_name"]], check=True, stdin=subprocess.DEVNULL,
                        stdout=out, stderr=out)
     t = target(tb)
+    ssh = connect(t)
     want = code_hash() + ("+p4" if tb.get("p4") else "")
-    have = connect(t).capture(f"cat {MARKER} 2>/dev/null", timeout=120).stdout.strip()
+    have = ssh.capture(f"cat {MARKER} 2>/dev/null", timeout=120).stdout.strip()
     if have == want:
         log(f"{t['host']}:{t['port']} already provisioned with this code ({want})", out)
         return
@@ -165,10 +166,10 @@ def up(tb: dict, out=None) -> None:
             extra += ["-e", f"p4_toolchain_tarball={tarball}"]
     # the member's host-key options ahead of the inventory's own (Ssh.common_args): as an extra var it
     # replaces the inventory's ansible_ssh_common_args for this one host (--limit)
-    extra += ["-e", json.dumps({"ansible_ssh_common_args": shlex.join(connect(t).common_args)})]
+    extra += ["-e", json.dumps({"ansible_ssh_common_args": shlex.join(ssh.common_args)})]
     subprocess.run([str(VENV_BIN / "ansible-playbook"), "-i", inv, "--limit", host, *extra, "site.yml"],
                    check=True, cwd=REPO / "ansible", stdin=subprocess.DEVNULL, stdout=out, stderr=out)
-    r = connect(t).capture(f"mkdir -p $(dirname {MARKER}) && echo {want} > {MARKER}", timeout=120)
+    r = ssh.capture(f"mkdir -p $(dirname {MARKER}) && echo {want} > {MARKER}", timeout=120)
     if r.returncode != 0:
         sys.exit(f"testbed: could not record provisioning on {host}: {r.stderr.strip()}")
 
