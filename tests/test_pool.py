@@ -241,6 +241,10 @@ if how == "dies":
 if how == "fails":
     print("remote: the runner on root@127.0.0.1 exited with 1", file=sys.stderr)
     sys.exit(1)
+if how == "interrupted":   # Ctrl-C while the attempt runs: SIGINT to the controller (our parent)
+    import os, signal, time
+    os.kill(os.getppid(), signal.SIGINT)
+    time.sleep(30)
 dest.mkdir(parents=True)
 (dest / "fidelity.json").write_text(json.dumps({"valid": how == "valid", "reasons": [] if how == "valid" else ["cpu_busy"]}))
 (dest / "DONE").write_text("")
@@ -258,8 +262,12 @@ def fake_pool(tmp_path, monkeypatch):
     monkeypatch.setattr(testbed_ctl, "target", lambda m: {"host": "127.0.0.1", "port": 40000 + len(m["id"]),
                                                           "user": "root", "known_hosts": "/kh", "host_key_checking": "yes"})
     monkeypatch.setattr(testbed_ctl, "dead_reason", lambda m: behaviour["dead"])
+    behaviour["then"] = []    # how the attempts go, one by one, before `how` takes over
+
+    def how():
+        return behaviour["then"].pop(0) if behaviour["then"] else behaviour["how"]
     monkeypatch.setattr(run_one, "remote_command",
-                        lambda t, spec_file, schedule, dest: [sys.executable, str(script), behaviour["how"], str(dest)])
+                        lambda t, spec_file, schedule, dest: [sys.executable, str(script), how(), str(dest)])
     results = tmp_path / "results" / "cfg"
     (results / "specs").mkdir(parents=True)
     spec = results / "specs" / "run.json"
@@ -300,6 +308,11 @@ def test_dead_testbed_is_left_out_and_the_retry_leases_another(fake_pool, capsys
     tries = json.loads((run_dir / "attempts.json").read_text())
     assert [t["attempt"] for t in tries] == [1, 2] and tries[-1]["lease"]["member"] == "tb-2"
     assert fake_pool["ups"][-1] == "tb-2"
+    # what both jobs said is kept beside the run, though Snakemake starts the rule's log afresh per try
+    said = (run_dir / "controller.log").read_text()
+    assert said.index("testbed tb left out for the rest of this pipeline: stopped answering SSH") \
+        < said.index("leased testbed tb-2") < said.index("valid after 2 attempt(s)")
+    assert said.count("job started") == 2 and not staging.exists()
     # the pool's last member dies too: nothing is left, and the message says what was left out and why
     pool.exclude(results / "testbeds" / "excluded", "tb-2", "VM tb-2 is not running (its QEMU process is gone)")
     shutil.rmtree(run_dir)
@@ -337,6 +350,23 @@ def test_an_invalid_but_complete_attempt_keeps_the_testbed_and_records_the_lease
     assert lease["released_utc"] >= lease["acquired_utc"]
     assert json.loads((run_dir / "attempts" / "1" / "controller.json").read_text())["lease"] == lease   # one lease
     assert fake_pool["ups"] == ["tb"]          # brought up (provisioned with this code) once, under the lease
+
+
+def test_an_interrupted_job_records_when_its_lease_ended(fake_pool):
+    """Ctrl-C during attempt 2: attempt 1 (invalid, kept) says when the lease it ran under ended, and the
+    controller's log says the job was interrupted; the member is free again."""
+    fake_pool["then"] = ["invalid", "interrupted"]
+    with pytest.raises(KeyboardInterrupt):
+        fake_pool["main"](members(2), attempts=3)
+    staging = fake_pool["results"] / "attempts" / SPEC["run_id"]
+    assert run_one.finished_attempts(staging) == [1]
+    lease = json.loads((staging / "1" / "controller.json").read_text())["lease"]
+    assert lease["member"] == "tb" and lease["released_utc"] and lease["released_utc"] >= lease["acquired_utc"]
+    assert f"run: {SPEC['run_id']} interrupted on tb; 1 attempt(s) made under this lease kept" \
+        in (staging / "controller.log").read_text()
+    again = pool.try_lease(members(1)[0])
+    assert again is not None
+    again.release()
 
 
 def test_a_resumed_job_whose_attempts_are_done_needs_no_testbed(fake_pool):

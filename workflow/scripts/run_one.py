@@ -18,6 +18,11 @@ gone, no answer to a fresh ssh) leaves that member out for the rest of the pipel
 `retries:` start it again and it leases another member, keeping the attempts that came back. A failed
 attempt on a testbed that still answers fails the job without leaving the testbed out.
 
+What every job on this run said goes to controller.log in the run directory, kept across Snakemake's
+retries (which start the rule's own log afresh) and interruptions: the line that left a testbed out, in
+particular, stays beside the run it concerns. A job interrupted (SIGINT, SIGTERM) still records when its
+lease ended in the attempts it finished.
+
 FAVORLAB_TEST_FIRST_ATTEMPT (tests only): JSON {"run_id": ..., "fidelity": {...}}; that run's first
 attempt uses those fidelity thresholds (one it cannot meet makes it invalid on purpose).
 """
@@ -27,6 +32,7 @@ import argparse
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import time
@@ -42,6 +48,7 @@ from testbed import remote  # noqa: E402
 REPO = testbed_ctl.REPO
 TEST_HOOK = "FAVORLAB_TEST_FIRST_ATTEMPT"
 EXIT_TESTBED_LEFT_OUT = 3   # the job failed because its testbed died; the retry leases another
+JOB_LOG = "controller.log"  # in the staging directory while attempts are made, then in the run directory
 
 
 def fidelity_of(run_dir: Path) -> dict:
@@ -104,11 +111,13 @@ def assemble(staging: Path, run_dir: Path, log=print) -> int:
             (last / "attempts").mkdir(exist_ok=True)
             os.replace(staging / str(k), last / "attempts" / str(k))
     (last / "attempts.json").write_text(json.dumps(record, indent=1) + "\n")
+    v = record[-1]
+    log(f"run: {run_dir.name} {'valid' if v['valid'] else 'still INVALID'} after {len(record)} attempt(s)")
+    if (staging / JOB_LOG).is_file():
+        os.replace(staging / JOB_LOG, last / JOB_LOG)
     run_dir.parent.mkdir(parents=True, exist_ok=True)
     os.replace(last, run_dir)
     shutil.rmtree(staging)
-    v = record[-1]
-    log(f"run: {run_dir.name} {'valid' if v['valid'] else 'still INVALID'} after {len(record)} attempt(s)")
     return 0
 
 
@@ -146,6 +155,27 @@ def log(msg: str) -> None:
     print(msg, flush=True)
 
 
+class JobLog:
+    """print(), and the same line with its UTC time appended to <staging>/controller.log. Snakemake
+    removes a rule's log before each try of the job, so what a failed try said (which testbed died, and
+    why) would be gone by the time the run is done; this file lives in the staging directory, which
+    every try of the job reuses, and moves into the run directory with the last attempt."""
+
+    def __init__(self, staging: Path):
+        staging.mkdir(parents=True, exist_ok=True)
+        self.path = staging / JOB_LOG
+
+    def __call__(self, msg: str) -> None:
+        print(msg, flush=True)
+        with open(self.path, "a") as f:
+            f.write(f"{datetime.now(timezone.utc).isoformat(timespec='seconds')} {msg}\n")
+
+
+def _terminate(signum, frame):
+    # SIGTERM (Snakemake stopping its jobs, a scheduler) unwinds like Ctrl-C, so the lease's end is written
+    raise KeyboardInterrupt(f"signal {signum}")
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--testbed", required=True,
@@ -163,6 +193,9 @@ def main(argv=None) -> int:
     staging = run_dir.parent.parent / "attempts" / run_dir.name
     excluded_dir = a.excluded_dir or run_dir.parent.parent / "testbeds" / "excluded"
     spec = json.loads(a.spec.read_text())
+    log = JobLog(staging)
+    log(f"run: {spec['run_id']}: job started (pid {os.getpid()}), {len(finished_attempts(staging))} "
+        f"attempt(s) already back, at most {a.attempts}")
     if not pending(staging, a.attempts):     # resumed after its last attempt came back: no testbed needed
         return assemble(staging, run_dir, log)
 
@@ -172,48 +205,63 @@ def main(argv=None) -> int:
         log(f"run: {spec['run_id']}: {e}")
         return 1
     made: list[int] = []
-    with lease:
-        member = lease.member
-        log(f"run: {spec['run_id']} leased testbed {lease.id}")
-        try:
-            # under the lease: this member runs this checkout's code (provisioned again if another
-            # pipeline with other code used it last); cheap when its marker matches
-            testbed_ctl.up(member)
-            t = testbed_ctl.target(member)
-        except (SystemExit, subprocess.CalledProcessError, subprocess.TimeoutExpired) as e:
-            rc, t, failure = 1, None, f"could not be brought up ({e})"
-        if t is not None:
-            def run_once(spec: dict, dest: Path) -> int:
-                spec_file = staging / f"{dest.name}.run.json"
-                spec_file.write_text(json.dumps(spec, indent=2) + "\n")
-                log(f"run: {spec['run_id']} attempt {dest.name} on {lease.id} ({t['host']}:{t['port']})")
-                rc = subprocess.run(remote_command(t, spec_file, a.schedule.resolve(), dest), cwd=REPO).returncode
-                spec_file.unlink(missing_ok=True)
-                return rc
-            rc = make_attempts(run_once, spec, staging, a.attempts, log=log,
-                               extra=lambda: {"lease": lease.record(t)}, made=made)
-            failure = f"testbed.remote exited with {rc}"
-        if rc != 0:
-            # the testbed's fault (dead, hung, unreachable) or the run's own? An attempt that came back
-            # complete, valid or not, never gets here.
-            why = testbed_ctl.dead_reason(member)
-            if not why and rc == remote.EXIT_UNREACHABLE:
-                why = "stopped answering SSH during the attempt (testbed.remote exit 255)"
-            if why:
-                pool.exclude(excluded_dir, lease.id, f"{why}; while running {spec['run_id']}")
-                log(f"testbed {lease.id} left out for the rest of this pipeline: {why}")
-                rc = EXIT_TESTBED_LEFT_OUT
-            else:
-                log(f"run: {spec['run_id']} failed on {lease.id}, which still answers: {failure}")
-    for n in made:      # the lease's end, in the controller.json of each attempt made under it
-        ctl = staging / str(n) / "controller.json"
-        c = json.loads(ctl.read_text())
-        c["lease"]["released_utc"] = lease.released_utc
-        ctl.write_text(json.dumps(c) + "\n")
+    try:
+        rc = attempts_under(lease, a, spec, staging, excluded_dir, made, log)
+    except KeyboardInterrupt:
+        lease.release()
+        log(f"run: {spec['run_id']} interrupted on {lease.id}; {len(made)} attempt(s) made under this lease kept")
+        raise
+    finally:
+        lease.release()
+        for n in made:      # the lease's end, in the controller.json of each attempt made under it
+            ctl = staging / str(n) / "controller.json"
+            c = json.loads(ctl.read_text())
+            c["lease"]["released_utc"] = lease.released_utc
+            ctl.write_text(json.dumps(c) + "\n")
     if rc != 0:
         return rc
     return assemble(staging, run_dir, log)
 
 
+def attempts_under(lease: pool.Lease, a, spec: dict, staging: Path, excluded_dir: Path, made: list[int],
+                   log) -> int:
+    """Bring the leased member up, make the attempts there; 0, or why the job fails (the member left out
+    when it is dead)."""
+    member = lease.member
+    log(f"run: {spec['run_id']} leased testbed {lease.id}")
+    try:
+        # under the lease: this member runs this checkout's code (provisioned again if another
+        # pipeline with other code used it last); cheap when its marker matches
+        testbed_ctl.up(member)
+        t = testbed_ctl.target(member)
+    except (SystemExit, subprocess.CalledProcessError, subprocess.TimeoutExpired) as e:
+        rc, t, failure = 1, None, f"could not be brought up ({e})"
+    if t is not None:
+        def run_once(spec: dict, dest: Path) -> int:
+            spec_file = staging / f"{dest.name}.run.json"
+            spec_file.write_text(json.dumps(spec, indent=2) + "\n")
+            log(f"run: {spec['run_id']} attempt {dest.name} on {lease.id} ({t['host']}:{t['port']})")
+            rc = subprocess.run(remote_command(t, spec_file, a.schedule.resolve(), dest), cwd=REPO).returncode
+            spec_file.unlink(missing_ok=True)
+            return rc
+        rc = make_attempts(run_once, spec, staging, a.attempts, log=log,
+                           extra=lambda: {"lease": lease.record(t)}, made=made)
+        failure = f"testbed.remote exited with {rc}"
+    if rc != 0:
+        # the testbed's fault (dead, hung, unreachable) or the run's own? An attempt that came back
+        # complete, valid or not, never gets here.
+        why = testbed_ctl.dead_reason(member)
+        if not why and rc == remote.EXIT_UNREACHABLE:
+            why = "stopped answering SSH during the attempt (testbed.remote exit 255)"
+        if why:
+            pool.exclude(excluded_dir, lease.id, f"{why}; while running {spec['run_id']}")
+            log(f"testbed {lease.id} left out for the rest of this pipeline: {why}")
+            rc = EXIT_TESTBED_LEFT_OUT
+        else:
+            log(f"run: {spec['run_id']} failed on {lease.id}, which still answers: {failure}")
+    return rc
+
+
 if __name__ == "__main__":
+    signal.signal(signal.SIGTERM, _terminate)
     sys.exit(main())
