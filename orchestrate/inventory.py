@@ -24,7 +24,7 @@ ACCEPT_NEW = "-o StrictHostKeyChecking=accept-new"
 
 def known_hosts_args(host: str, inventory_path: str | Path) -> str:
     """The ssh options that keep `host` of the inventory at inventory_path in its own known_hosts file:
-    the same file the pipeline uses for that testbed (testbed.remote.Ssh, for the runs and for testbed_ctl)."""
+    the same file the pipeline uses for that testbed (orchestrate.remote.Ssh, for the runs and for orchestrate.testbeds)."""
     from orchestrate import pool
     kh = pool.known_hosts_file(pool.ssh_member_id(host, inventory_path))
     return f"-o UserKnownHostsFile={shlex.quote(str(kh))} {ACCEPT_NEW}"

@@ -2,8 +2,8 @@
 each member's known_hosts file.
 
 A member is one testbed: a local QEMU guest (`favorlab`, `favorlab-2`, ...) or one host of an Ansible
-inventory. workflow/scripts/favorconf.py expands a config's `testbed` section into its members (dicts
-with an "id" and what testbed_ctl needs: kind, vm_name or inventory + host); a run job leases one with
+inventory. orchestrate/experiment.py expands a config's `testbed` section into its members (dicts
+with an "id" and what orchestrate.testbeds needs: kind, vm_name or inventory + host); a run job leases one with
 lease(), runs there and releases it.
 
 Leases are `filelock` locks in ${FAVORLAB_CACHE:-~/.cache/favorlab}/leases/<member-id>.lock: an flock

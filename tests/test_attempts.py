@@ -1,4 +1,4 @@
-"""Invalid runs are redone (workflow/scripts/run_one.py): up to `attempts`, every attempt kept, the valid
+"""Invalid runs are redone (orchestrate/run_step.py): up to `attempts`, every attempt kept, the valid
 one used, and an interrupted job resumes from the attempts it already has. The testbed is a stand-in here
 (a function that writes a run directory with a chosen fidelity verdict); tests/test_pipeline.py does the
 same through the real guest."""
@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-import run_one
+from orchestrate import run_step
 
 
 def fake_testbed(verdicts, calls):
@@ -27,7 +27,7 @@ SPEC = {"run_id": "dumbbell-10M_favor_load0.95_iw2_rep0", "fidelity": {"rate_min
 def test_invalid_first_attempt_is_redone_and_kept(tmp_path):
     calls = []
     run_dir, staging = tmp_path / "runs" / SPEC["run_id"], tmp_path / "attempts" / SPEC["run_id"]
-    assert run_one.run_attempts(fake_testbed([False, True], calls), SPEC, staging, run_dir, 3) == 0
+    assert run_step.run_attempts(fake_testbed([False, True], calls), SPEC, staging, run_dir, 3) == 0
     assert [c[0] for c in calls] == ["1", "2"]
     assert json.loads((run_dir / "fidelity.json").read_text())["valid"] is True          # the valid one is used
     assert json.loads((run_dir / "attempts" / "1" / "fidelity.json").read_text())["valid"] is False   # kept
@@ -42,7 +42,7 @@ def test_invalid_first_attempt_is_redone_and_kept(tmp_path):
 def test_still_invalid_after_all_attempts_stays_invalid(tmp_path):
     calls = []
     run_dir = tmp_path / "runs" / "r"
-    assert run_one.run_attempts(fake_testbed([False] * 5, calls), dict(SPEC, run_id="r"), tmp_path / "st", run_dir, 3) == 0
+    assert run_step.run_attempts(fake_testbed([False] * 5, calls), dict(SPEC, run_id="r"), tmp_path / "st", run_dir, 3) == 0
     assert len(calls) == 3
     assert sorted(p.name for p in (run_dir / "attempts").iterdir()) == ["1", "2"]
     assert [a["valid"] for a in json.loads((run_dir / "attempts.json").read_text())] == [False] * 3
@@ -55,14 +55,14 @@ def test_interrupted_job_resumes_from_its_attempts(tmp_path):
     fake_testbed([False], [])({}, staging / "1")
     (staging / "2.partial").mkdir()
     calls = []
-    assert run_one.run_attempts(fake_testbed([True], calls), dict(SPEC, run_id="r"), staging, run_dir, 3) == 0
+    assert run_step.run_attempts(fake_testbed([True], calls), dict(SPEC, run_id="r"), staging, run_dir, 3) == 0
     assert [c[0] for c in calls] == ["2"]
     assert [a["attempt"] for a in json.loads((run_dir / "attempts.json").read_text())] == [1, 2]
     # interrupted after the last attempt came back valid but before the rename: nothing is run again
     staging2, run_dir2 = tmp_path / "st2", tmp_path / "runs" / "r2"
     fake_testbed([True], [])({}, staging2 / "1")
     calls = []
-    assert run_one.run_attempts(fake_testbed([], calls), dict(SPEC, run_id="r2"), staging2, run_dir2, 3) == 0
+    assert run_step.run_attempts(fake_testbed([], calls), dict(SPEC, run_id="r2"), staging2, run_dir2, 3) == 0
     assert calls == [] and (run_dir2 / "DONE").exists()
 
 
@@ -74,12 +74,12 @@ def test_a_failing_attempt_fails_the_job_and_keeps_what_came_back(tmp_path):
     def flaky(spec, dest):
         calls.append(dest.name)
         return ok(spec, dest) if dest.name == "1" else 255      # the testbed died during attempt 2
-    assert run_one.run_attempts(flaky, dict(SPEC, run_id="r"), staging, tmp_path / "runs" / "r", 3) == 255
-    assert not (tmp_path / "runs" / "r").exists() and run_one.finished_attempts(staging) == [1]
+    assert run_step.run_attempts(flaky, dict(SPEC, run_id="r"), staging, tmp_path / "runs" / "r", 3) == 255
+    assert not (tmp_path / "runs" / "r").exists() and run_step.finished_attempts(staging) == [1]
 
 
 def test_test_hook_tightens_only_the_named_runs_first_attempt(monkeypatch):
-    monkeypatch.setenv(run_one.TEST_HOOK, json.dumps({"run_id": SPEC["run_id"], "fidelity": {"rate_min_share": 1.0}}))
-    assert run_one.attempt_spec(SPEC, 1)["fidelity"] == {"rate_min_share": 1.0}
-    assert run_one.attempt_spec(SPEC, 2) == SPEC
-    assert run_one.attempt_spec(dict(SPEC, run_id="other"), 1)["fidelity"] == {"rate_min_share": 0.9}
+    monkeypatch.setenv(run_step.TEST_HOOK, json.dumps({"run_id": SPEC["run_id"], "fidelity": {"rate_min_share": 1.0}}))
+    assert run_step.attempt_spec(SPEC, 1)["fidelity"] == {"rate_min_share": 1.0}
+    assert run_step.attempt_spec(SPEC, 2) == SPEC
+    assert run_step.attempt_spec(dict(SPEC, run_id="other"), 1)["fidelity"] == {"rate_min_share": 0.9}

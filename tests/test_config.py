@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-import favorconf
+from orchestrate import experiment
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -18,14 +18,14 @@ def smoke():
 
 @pytest.mark.parametrize("name", ["smoke", "quick", "paper"])
 def test_shipped_configs_are_valid(name):
-    cfg = favorconf.load(REPO / "config" / f"{name}.yaml")
+    cfg = experiment.load(REPO / "config" / f"{name}.yaml")
     assert cfg["name"] == name
-    assert favorconf.runs(cfg)
+    assert experiment.runs(cfg)
 
 
 def test_quick_covers_all_ten_loads_for_both_aqms():
-    cfg = favorconf.load(REPO / "config" / "quick.yaml")
-    runs = favorconf.runs(cfg)
+    cfg = experiment.load(REPO / "config" / "quick.yaml")
+    runs = experiment.runs(cfg)
     assert sorted({r.load for r in runs}) == pytest.approx([0.05 + 0.1 * i for i in range(10)])
     assert {r.aqm for r in runs} == {"droptail", "favor"}
     assert len(runs) == 20
@@ -47,8 +47,8 @@ def test_quick_covers_all_ten_loads_for_both_aqms():
 def test_bad_config_names_key_and_fix(mutate, words):
     cfg = smoke()
     mutate(cfg)
-    with pytest.raises(favorconf.ConfigError) as e:
-        favorconf.validate(cfg, "my.yaml")
+    with pytest.raises(experiment.ConfigError) as e:
+        experiment.validate(cfg, "my.yaml")
     msg = str(e.value)
     assert "my.yaml" in msg and "Fix:" in msg
     for w in words:
@@ -56,22 +56,22 @@ def test_bad_config_names_key_and_fix(mutate, words):
 
 
 def test_schedule_shared_across_aqms_and_iw_but_not_loads():
-    cfg = favorconf.validate(dict(smoke(), iw=[2, 10], loads=[0.25, 0.75]))
-    runs = favorconf.runs(cfg)
+    cfg = experiment.validate(dict(smoke(), iw=[2, 10], loads=[0.25, 0.75]))
+    runs = experiment.runs(cfg)
     by_sched = {}
     for r in runs:
         by_sched.setdefault(r.schedule_id, set()).add((r.aqm, r.iw))
         # the seed of a schedule depends only on (load, replication)
     assert len(by_sched) == 2
     assert all(len(v) == 4 for v in by_sched.values())
-    seeds = {r.schedule_id: favorconf.schedule_seed(cfg, r) for r in runs}
+    seeds = {r.schedule_id: experiment.schedule_seed(cfg, r) for r in runs}
     assert len(set(seeds.values())) == 2
 
 
 def test_run_spec_maps_aqm_names_to_qdiscs():
-    cfg = favorconf.load(REPO / "config" / "smoke.yaml")
-    run = next(r for r in favorconf.runs(cfg) if r.aqm == "favor")
-    spec = favorconf.run_spec(cfg, run)
+    cfg = experiment.load(REPO / "config" / "smoke.yaml")
+    run = next(r for r in experiment.runs(cfg) if r.aqm == "favor")
+    spec = experiment.run_spec(cfg, run)
     assert spec["aqm"]["forward"] == {"kind": "favor", "args": ["limit", "8"]}
     assert spec["aqm"]["reverse"] == {"kind": "pfifo", "args": ["limit", "8"]}
     assert spec["tcp"]["iw"] == 2 and spec["tcp"]["sack"] is False and spec["tcp"]["initial_rto_ms"] == 3000
@@ -112,35 +112,35 @@ def test_snakemake_plans_the_whole_matrix(config, tmp_path):
 def test_fidelity_thresholds_default_and_override(tmp_path):
     """The runner's validity thresholds reach the run spec: defaults for the kernel configs, the
     stated looser ones for p4-quick; out-of-range values are rejected before any run."""
-    quick = favorconf.load(REPO / "config" / "quick.yaml")
-    spec = favorconf.run_spec(quick, favorconf.runs(quick)[0])
+    quick = experiment.load(REPO / "config" / "quick.yaml")
+    spec = experiment.run_spec(quick, experiment.runs(quick)[0])
     assert spec["fidelity"] == {"rtt_tolerance_ms": 3.0, "rate_min_share": 0.9}
     cfg = yaml.safe_load((REPO / "config" / "quick.yaml").read_text())
     cfg["fidelity"] = {"rtt_tolerance_ms": 10}
     p = tmp_path / "c.yaml"
     p.write_text(yaml.safe_dump(cfg))
-    assert favorconf.run_spec(favorconf.load(p), favorconf.runs(favorconf.load(p))[0])["fidelity"] == \
+    assert experiment.run_spec(experiment.load(p), experiment.runs(experiment.load(p))[0])["fidelity"] == \
         {"rtt_tolerance_ms": 10, "rate_min_share": 0.9}
     cfg["fidelity"] = {"rate_min_share": 1.5}
     p.write_text(yaml.safe_dump(cfg))
-    with pytest.raises(favorconf.ConfigError, match="rate_min_share"):
-        favorconf.load(p)
+    with pytest.raises(experiment.ConfigError, match="rate_min_share"):
+        experiment.load(p)
 
 
 def test_config_strings_reach_the_shell_as_one_word(tmp_path):
     """Inventory and host strings come from the user's config: a quote or `;` in them must not run anything."""
     import json
     tb = {"kind": "ssh", "inventory": "inv'; touch " + str(tmp_path / "pwned") + "; echo '", "host": "h$(id)"}
-    out = subprocess.run(["bash", "-c", f"echo {favorconf.shell_json(tb)}"], capture_output=True, text=True).stdout
+    out = subprocess.run(["bash", "-c", f"echo {experiment.shell_json(tb)}"], capture_output=True, text=True).stdout
     assert json.loads(out) == tb and not (tmp_path / "pwned").exists()
     rules = (REPO / "workflow" / "rules" / "testbed.smk").read_text()
     # the run, the pool brought up before it (onstart) and down after it (onsuccess, onerror)
-    assert "'{tb}'" not in rules and "'{pool}'" not in rules and rules.count("favorconf.shell_json(") == 4
+    assert "'{tb}'" not in rules and "'{pool}'" not in rules and rules.count("experiment.shell_json(") == 4
 
 
 def test_a_validated_config_validates_again_unchanged():
     """capacity.py and others edit a loaded config and validate it again: what validate derives (the pool,
     the P4 flag) must not read as unknown keys."""
-    cfg = favorconf.load(REPO / "config" / "quick.yaml")
-    again = favorconf.validate(cfg, "again")
+    cfg = experiment.load(REPO / "config" / "quick.yaml")
+    again = experiment.validate(cfg, "again")
     assert again == cfg

@@ -7,7 +7,7 @@ host, logged into as `bastion` (no sudo, like FABRIC's bastion); through it, the
 CloudLab or FABRIC login). From this machine, 127.0.0.1:22 is not the guest: a run can only reach it
 through the jump. The inventory names the jump in its ansible_ssh_common_args (`-F <ssh config>
 -o ProxyJump=<alias>`), and the pipeline is started on a config of `kind: ssh` naming that inventory:
-provisioning (Ansible with become), the marker, the run (testbed.remote: sudo -n, rsync with sudo) and
+provisioning (Ansible with become), the marker, the run (orchestrate.remote: sudo -n, rsync with sudo) and
 the copy-back all go through it.
 
 Guest name: favorlab-jump (its own; the other suites' guests are not touched).

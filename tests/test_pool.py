@@ -1,5 +1,5 @@
 """A pool of testbeds (issue 12): the config's testbed section expanded into members, the default
-number of local guests, leases (machine-wide file locks), members left out after they died, run_one on
+number of local guests, leases (machine-wide file locks), members left out after they died, orchestrate.run_step on
 a testbed that dies, up-all, and the pipeline's plan. No guest and no network: the testbed side is
 faked; tests/test_pool_guest.py runs the same on two real guests."""
 import json
@@ -15,9 +15,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-import favorconf
-import run_one
-import testbed_ctl
+from orchestrate import experiment, run_step, testbeds
 from orchestrate import pool
 
 REPO = Path(__file__).resolve().parents[1]
@@ -58,13 +56,13 @@ def need_ansible_inventory():
 
 def test_local_guests_named_from_the_first(monkeypatch):
     monkeypatch.setattr(os, "cpu_count", lambda: 8)
-    cfg = favorconf.validate(smoke(kind="local-vm", vm_name="favorlab", count=3))
+    cfg = experiment.validate(smoke(kind="local-vm", vm_name="favorlab", count=3))
     assert [m["vm_name"] for m in cfg["pool"]["members"]] == ["favorlab", "favorlab-2", "favorlab-3"]
     assert [m["id"] for m in cfg["pool"]["members"]] == ["favorlab", "favorlab-2", "favorlab-3"]
     assert cfg["pool"]["size"] == 3 and cfg["pool"]["retries"] == 2          # the schema's default
     assert all(m["kind"] == "local-vm" and m["keep_running"] is False for m in cfg["pool"]["members"])
     # the one-guest config of before is a pool of one, under its old name
-    one = favorconf.validate(smoke(kind="local-vm", count=1))["pool"]["members"]
+    one = experiment.validate(smoke(kind="local-vm", count=1))["pool"]["members"]
     assert [m["vm_name"] for m in one] == ["favorlab"]
 
 
@@ -72,31 +70,31 @@ def test_local_guests_named_from_the_first(monkeypatch):
 def test_default_count_one_guest_per_two_cores(monkeypatch, cpus, guests):
     monkeypatch.setattr(os, "cpu_count", lambda: cpus)
     assert pool.default_vm_count() == guests
-    cfg = favorconf.validate(smoke(kind="local-vm", vm_name="favorlab-smoke"))
+    cfg = experiment.validate(smoke(kind="local-vm", vm_name="favorlab-smoke"))
     assert cfg["pool"]["size"] == guests
 
 
 def test_count_above_the_rule_is_allowed_with_a_warning(monkeypatch):
     monkeypatch.setattr(os, "cpu_count", lambda: 2)
     said = []
-    cfg = favorconf.validate(smoke(kind="local-vm", count=2), "my.yaml", warn=said.append)
+    cfg = experiment.validate(smoke(kind="local-vm", count=2), "my.yaml", warn=said.append)
     assert cfg["pool"]["size"] == 2
     assert len(said) == 1 and "my.yaml" in said[0] and "share CPU" in said[0] and "fidelity checks" in said[0]
     said.clear()
-    favorconf.validate(smoke(kind="local-vm", count=1), "my.yaml", warn=said.append)
+    experiment.validate(smoke(kind="local-vm", count=1), "my.yaml", warn=said.append)
     assert said == []
 
 
 def test_ssh_pool_from_a_group_hosts_or_host(inventory):
     need_ansible_inventory()
-    group = favorconf.validate(smoke(kind="ssh", inventory=str(inventory), group="ssh_hosts"))["pool"]
+    group = experiment.validate(smoke(kind="ssh", inventory=str(inventory), group="ssh_hosts"))["pool"]
     assert [m["host"] for m in group["members"]] == ["node0", "node1", "node2"]     # child groups too
     ids = [m["id"] for m in group["members"]]
     assert len(set(ids)) == 3 and all(i.startswith(h + "@") for i, h in zip(ids, ["node0", "node1", "node2"]))
     assert all(m["inventory"] == str(inventory) and m["kind"] == "ssh" for m in group["members"])
-    hosts = favorconf.validate(smoke(kind="ssh", inventory=str(inventory), hosts=["node1", "lone"]))["pool"]
+    hosts = experiment.validate(smoke(kind="ssh", inventory=str(inventory), hosts=["node1", "lone"]))["pool"]
     assert [m["host"] for m in hosts["members"]] == ["node1", "lone"]
-    one = favorconf.validate(smoke(kind="ssh", inventory=str(inventory), host="node0"))["pool"]
+    one = experiment.validate(smoke(kind="ssh", inventory=str(inventory), host="node0"))["pool"]
     assert one["size"] == 1 and one["members"][0]["id"] == ids[0]
 
 
@@ -125,8 +123,8 @@ def test_bad_pool_names_the_fix(inventory, testbed, words):
     if testbed.get("inventory") == "INV":
         need_ansible_inventory()
         testbed["inventory"] = str(inventory)
-    with pytest.raises(favorconf.ConfigError) as e:
-        favorconf.validate(smoke(**testbed), "my.yaml")
+    with pytest.raises(experiment.ConfigError) as e:
+        experiment.validate(smoke(**testbed), "my.yaml")
     msg = str(e.value)
     assert "my.yaml" in msg and ("Fix" in msg), msg
     for w in words:
@@ -137,23 +135,23 @@ def test_the_run_rules_testbed_parameter_is_as_before_pools(monkeypatch):
     """Snakemake redoes a run whose params changed: sizing the pool must not touch the parameter."""
     monkeypatch.setattr(os, "cpu_count", lambda: 8)
     before = {"kind": "local-vm", "vm_name": "favorlab-smoke"}
-    assert favorconf.testbed_param(favorconf.validate(smoke())) == before
+    assert experiment.testbed_param(experiment.validate(smoke())) == before
     grown = smoke()
     grown["testbed"].update(count=3, retries=1)
-    assert favorconf.testbed_param(favorconf.validate(grown)) == before
+    assert experiment.testbed_param(experiment.validate(grown)) == before
 
 
 def test_pool_size_cli(tmp_path):
     cfg = smoke(kind="local-vm", vm_name="favorlab-smoke", count=2)
     p = tmp_path / "c.yaml"
     p.write_text(yaml.safe_dump(cfg))
-    r = subprocess.run([sys.executable, "workflow/scripts/favorconf.py", "pool-size", str(p)], cwd=REPO,
+    r = subprocess.run([sys.executable, "-m", "orchestrate.experiment", "pool-size", str(p)], cwd=REPO,
                        capture_output=True, text=True, timeout=60)
     assert r.returncode == 0 and r.stdout == "2\n", r.stderr
     assert "warning" not in r.stderr                 # Snakemake says it, once
     cfg["testbed"]["count"] = 0
     p.write_text(yaml.safe_dump(cfg))
-    r = subprocess.run([sys.executable, "workflow/scripts/favorconf.py", "pool-size", str(p)], cwd=REPO,
+    r = subprocess.run([sys.executable, "-m", "orchestrate.experiment", "pool-size", str(p)], cwd=REPO,
                        capture_output=True, text=True, timeout=60)
     assert r.returncode == 2 and "testbed/count" in r.stderr and r.stdout == ""
 
@@ -227,7 +225,7 @@ def test_excluded_members_are_skipped_and_none_left_is_an_error(tmp_path):
     assert rec["member"] == "tb" and rec["reason"].startswith("VM tb") and rec["excluded_utc"].startswith("20")
 
 
-# ---------------------------------------------------------------- run_one on a pool
+# ---------------------------------------------------------------- the run step on a pool
 
 SPEC = {"run_id": "dumbbell-10M_favor_load0.75_iw2_rep0", "fidelity": {"rate_min_share": 0.9}}
 
@@ -253,20 +251,20 @@ dest.mkdir(parents=True)
 
 @pytest.fixture
 def fake_pool(tmp_path, monkeypatch):
-    """run_one with the testbed side faked: up() and target() do nothing real, and testbed.remote is a
+    """orchestrate.run_step with the testbed side faked: up() and target() do nothing real, and orchestrate.remote is a
     script that completes the attempt (valid or not), fails it, or exits 255 as a dead host does."""
     script = tmp_path / "fake_remote.py"
     script.write_text(FAKE_REMOTE)
     behaviour = {"how": "valid", "dead": None, "ups": []}
-    monkeypatch.setattr(testbed_ctl, "up", lambda m, out=None: behaviour["ups"].append(m["id"]))
-    monkeypatch.setattr(testbed_ctl, "target", lambda m: {"host": "127.0.0.1", "port": 40000 + len(m["id"]),
+    monkeypatch.setattr(testbeds, "up", lambda m, out=None: behaviour["ups"].append(m["id"]))
+    monkeypatch.setattr(testbeds, "target", lambda m: {"host": "127.0.0.1", "port": 40000 + len(m["id"]),
                                                           "user": "root", "known_hosts": "/kh", "host_key_checking": "yes"})
-    monkeypatch.setattr(testbed_ctl, "dead_reason", lambda m: behaviour["dead"])
+    monkeypatch.setattr(testbeds, "dead_reason", lambda m: behaviour["dead"])
     behaviour["then"] = []    # how the attempts go, one by one, before `how` takes over
 
     def how():
         return behaviour["then"].pop(0) if behaviour["then"] else behaviour["how"]
-    monkeypatch.setattr(run_one, "remote_command",
+    monkeypatch.setattr(run_step, "remote_command",
                         lambda t, spec_file, schedule, dest: [sys.executable, str(script), how(), str(dest)])
     results = tmp_path / "results" / "cfg"
     (results / "specs").mkdir(parents=True)
@@ -276,7 +274,7 @@ def fake_pool(tmp_path, monkeypatch):
     sched.write_text("flow_id,start_s\n")
 
     def main(members_, attempts=1):
-        return run_one.main(["--testbed", json.dumps(members_), "--spec", str(spec), "--schedule", str(sched),
+        return run_step.main(["--testbed", json.dumps(members_), "--spec", str(spec), "--schedule", str(sched),
                              "--run-dir", str(results / "runs" / SPEC["run_id"]), "--attempts", str(attempts)])
     behaviour["main"], behaviour["results"] = main, results
     return behaviour
@@ -285,7 +283,7 @@ def fake_pool(tmp_path, monkeypatch):
 def test_dead_testbed_is_left_out_and_the_retry_leases_another(fake_pool, capsys):
     results, run_dir = fake_pool["results"], fake_pool["results"] / "runs" / SPEC["run_id"]
     staging = results / "attempts" / SPEC["run_id"]
-    # attempt 1 came back invalid (an earlier job); attempt 2 goes to a testbed that dies (testbed.remote
+    # attempt 1 came back invalid (an earlier job); attempt 2 goes to a testbed that dies (orchestrate.remote
     # exits 255, as it does when the host stopped answering)
     (staging / "1").mkdir(parents=True)
     (staging / "1" / "fidelity.json").write_text(json.dumps({"valid": False, "reasons": ["cpu_busy"]}))
@@ -293,12 +291,12 @@ def test_dead_testbed_is_left_out_and_the_retry_leases_another(fake_pool, capsys
     fake_pool["how"] = "dies"
     rc = fake_pool["main"](members(2), attempts=3)
     out = capsys.readouterr().out
-    assert rc == run_one.EXIT_TESTBED_LEFT_OUT != 0
+    assert rc == run_step.EXIT_TESTBED_LEFT_OUT != 0
     assert ("testbed tb left out for the rest of this pipeline: stopped answering SSH during the attempt "
-            "(testbed.remote exit 255)") in out
+            "(orchestrate.remote exit 255)") in out
     rec = json.loads((results / "testbeds" / "excluded" / "tb").read_text())
     assert "exit 255" in rec["reason"] and SPEC["run_id"] in rec["reason"] and rec["excluded_utc"]
-    assert not run_dir.exists() and run_one.finished_attempts(staging) == [1]     # the finished attempt kept
+    assert not run_dir.exists() and run_step.finished_attempts(staging) == [1]     # the finished attempt kept
     lease = pool.try_lease(members(1)[0])                                         # released
     assert lease is not None
     lease.release()
@@ -323,7 +321,7 @@ def test_dead_testbed_is_left_out_and_the_retry_leases_another(fake_pool, capsys
 
 def test_vm_process_gone_is_a_dead_testbed_even_without_exit_255(fake_pool, capsys):
     fake_pool["how"], fake_pool["dead"] = "fails", "VM tb is not running (its QEMU process, pid 77, is gone)"
-    assert fake_pool["main"](members(2)) == run_one.EXIT_TESTBED_LEFT_OUT
+    assert fake_pool["main"](members(2)) == run_step.EXIT_TESTBED_LEFT_OUT
     assert "testbed tb left out for the rest of this pipeline: VM tb is not running" in capsys.readouterr().out
     assert (fake_pool["results"] / "testbeds" / "excluded" / "tb").is_file()
 
@@ -359,7 +357,7 @@ def test_an_interrupted_job_records_when_its_lease_ended(fake_pool):
     with pytest.raises(KeyboardInterrupt):
         fake_pool["main"](members(2), attempts=3)
     staging = fake_pool["results"] / "attempts" / SPEC["run_id"]
-    assert run_one.finished_attempts(staging) == [1]
+    assert run_step.finished_attempts(staging) == [1]
     lease = json.loads((staging / "1" / "controller.json").read_text())["lease"]
     assert lease["member"] == "tb" and lease["released_utc"] and lease["released_utc"] >= lease["acquired_utc"]
     assert f"run: {SPEC['run_id']} interrupted on tb; 1 attempt(s) made under this lease kept" \
@@ -391,7 +389,7 @@ def test_up_all_brings_members_up_at_once_each_under_its_lease(tmp_path, monkeyp
         print(f"provisioned {m['id']}", file=out)
     held = pool.try_lease(members(3)[2])          # another pipeline's
     try:
-        assert testbed_ctl.up_all(members(3), limit=3, log_dir=tmp_path / "logs", up_one=up) == 0
+        assert testbeds.up_all(members(3), limit=3, log_dir=tmp_path / "logs", up_one=up) == 0
     finally:
         held.release()
     assert sorted(seen) == ["tb", "tb-2"]
@@ -403,21 +401,21 @@ def test_up_all_leaves_out_a_member_that_cannot_come_up(tmp_path, monkeypatch):
     def up(m, out=None):
         if m["id"] == "tb-2":
             raise SystemExit("favorvm: error: QEMU exited with status 1 while booting tb-2")
-    monkeypatch.setattr(testbed_ctl, "dead_reason", lambda m: "VM tb-2 is not running" if m["id"] == "tb-2" else None)
+    monkeypatch.setattr(testbeds, "dead_reason", lambda m: "VM tb-2 is not running" if m["id"] == "tb-2" else None)
     excl = tmp_path / "excluded"
-    assert testbed_ctl.up_all(members(2), excluded_dir=excl, up_one=up) == 1
+    assert testbeds.up_all(members(2), excluded_dir=excl, up_one=up) == 1
     assert list(pool.excluded(excl)) == ["tb-2"] and "QEMU exited" in pool.excluded(excl)["tb-2"]["reason"]
-    assert testbed_ctl.up_all(members(2), excluded_dir=excl, limit=1, up_one=lambda m, out=None: None) == 0
+    assert testbeds.up_all(members(2), excluded_dir=excl, limit=1, up_one=lambda m, out=None: None) == 0
 
 
 def test_down_all_leaves_a_guest_another_pipeline_holds(monkeypatch):
     stopped = []
-    monkeypatch.setattr(testbed_ctl, "down", lambda m: stopped.append(m["id"]))
+    monkeypatch.setattr(testbeds, "down", lambda m: stopped.append(m["id"]))
     ms = members(3)
     ms[2]["keep_running"] = True
     held = pool.try_lease(ms[1])
     try:
-        testbed_ctl.down_all(ms)
+        testbeds.down_all(ms)
     finally:
         held.release()
     assert stopped == ["tb"]
@@ -427,37 +425,37 @@ def test_ssh_member_connects_with_its_own_known_hosts(inventory, monkeypatch):
     """target() of an ssh member: its known_hosts file in the cache, accept-new; the ssh client puts it
     ahead of the inventory's own args, and Ansible gets the same as its ansible_ssh_common_args."""
     need_ansible_inventory()
-    m = favorconf.validate(smoke(kind="ssh", inventory=str(inventory), host="node1"))["pool"]["members"][0]
-    t = testbed_ctl.target(m)
+    m = experiment.validate(smoke(kind="ssh", inventory=str(inventory), host="node1"))["pool"]["members"][0]
+    t = testbeds.target(m)
     assert t["host"] == "192.0.2.11" and t["known_hosts"] == str(pool.known_hosts_file(m["id"]))
     assert t["host_key_checking"] == "accept-new"
     t["ssh_args"] = '-o StrictHostKeyChecking=no -o "ProxyCommand=ssh -W [%h]:%p jump"'
-    assert testbed_ctl.connect(t).common_args == ["-o", f"UserKnownHostsFile={t['known_hosts']}",
+    assert testbeds.connect(t).common_args == ["-o", f"UserKnownHostsFile={t['known_hosts']}",
                                           "-o", "StrictHostKeyChecking=accept-new",
                                           "-o", "StrictHostKeyChecking=no", "-o", "ProxyCommand=ssh -W [%h]:%p jump"]
-    cmd = run_one.remote_command(t, Path("/s/run.json"), Path("/s/schedule.csv"), Path("/r/1"))
+    cmd = run_step.remote_command(t, Path("/s/run.json"), Path("/s/schedule.csv"), Path("/r/1"))
     assert cmd[cmd.index("--known-hosts") + 1] == t["known_hosts"]
     assert cmd[cmd.index("--host-key-checking") + 1] == "accept-new"
-    # the runs (testbed.remote, from run_one's command line) check the key the same way
-    from testbed import remote
+    # the runs (orchestrate.remote, from orchestrate.run_step's command line) check the key the same way
+    from orchestrate import remote
     ssh = remote.Ssh(t["host"], t["port"], t["user"], known_hosts=t["known_hosts"], ssh_args=t["ssh_args"],
                      host_key_checking="accept-new")
-    assert ssh.opts[:4] == testbed_ctl.connect(t).common_args[:4]
+    assert ssh.opts[:4] == testbeds.connect(t).common_args[:4]
 
     ran = []
 
     def fake_run(argv, *a, **kw):
         ran.append(argv)
         return subprocess.CompletedProcess(argv, 0, stdout="", stderr="")
-    monkeypatch.setattr(testbed_ctl, "target", lambda _m: t)
-    monkeypatch.setattr(testbed_ctl, "code_hash", lambda: "c0ffee")
-    monkeypatch.setattr(testbed_ctl.subprocess, "run", fake_run)
-    testbed_ctl.up(m)
+    monkeypatch.setattr(testbeds, "target", lambda _m: t)
+    monkeypatch.setattr(testbeds, "code_hash", lambda: "c0ffee")
+    monkeypatch.setattr(testbeds.subprocess, "run", fake_run)
+    testbeds.up(m)
     play = next(a for a in ran if str(a[0]).endswith("ansible-playbook"))
     extra = json.loads(play[play.index("-e") + 1])
-    assert shlex.split(extra["ansible_ssh_common_args"]) == testbed_ctl.connect(t).common_args
+    assert shlex.split(extra["ansible_ssh_common_args"]) == testbeds.connect(t).common_args
     marker = [a for a in ran if a[0] == "ssh"]
-    assert marker and all(a[1:5] == testbed_ctl.connect(t).common_args[:4] for a in marker)
+    assert marker and all(a[1:5] == testbeds.connect(t).common_args[:4] for a in marker)
 
 
 # ---------------------------------------------------------------- the pipeline's plan

@@ -60,7 +60,7 @@ def test_same_shape_as_the_ssh_hosts_example(tmp_path, key):
 
 
 def test_ansible_reads_it(tmp_path, key):
-    """ansible-inventory, which workflow/scripts/testbed_ctl.py asks for a host's SSH coordinates."""
+    """ansible-inventory, which orchestrate/testbeds.py asks for a host's SSH coordinates."""
     exe = Path(sys.executable).with_name("ansible-inventory")
     if not exe.exists():
         pytest.skip("ansible-inventory is not in this venv (pip install -r requirements.txt)")

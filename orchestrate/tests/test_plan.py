@@ -43,12 +43,12 @@ def test_no_run_yet_says_so(tmp_path):
     assert nums["wall_s"][50] == 12 * 560 and "50 testbeds 1.9 h" in lines[1]
 
 
-def test_favorconf_plan_prints_the_config_and_its_pool():
-    p = subprocess.run([sys.executable, str(REPO / "workflow" / "scripts" / "favorconf.py"), "plan",
+def test_experiment_plan_prints_the_config_and_its_pool():
+    p = subprocess.run([sys.executable, "-m", "orchestrate.experiment", "plan",
                         str(REPO / "config" / "quick.yaml")], capture_output=True, text=True)
     assert p.returncode == 0, p.stderr
     assert p.stdout.startswith("plan: 20 runs of 70 s traffic + 20 s drain")
     assert "1 testbed " in p.stdout and "50 testbeds" in p.stdout and "this config's pool: 1" in p.stdout
-    bad = subprocess.run([sys.executable, str(REPO / "workflow" / "scripts" / "favorconf.py"), "plan",
+    bad = subprocess.run([sys.executable, "-m", "orchestrate.experiment", "plan",
                           str(REPO / "config" / "nope.yaml")], capture_output=True, text=True)
     assert bad.returncode == 2 and "nope.yaml" in bad.stderr

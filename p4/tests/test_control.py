@@ -1,7 +1,6 @@
 """The P4 control plane as pure functions: what the switch is told, and what a bad entry is told."""
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 import pytest
@@ -10,9 +9,9 @@ import yaml
 from p4 import control
 from topologies import dumbbell
 
+from orchestrate import experiment
+
 REPO = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(REPO / "workflow" / "scripts"))
-import favorconf  # noqa: E402
 
 
 def test_rate_is_the_bottleneck_in_full_size_frames_per_second():
@@ -117,23 +116,23 @@ def tarball(tmp_path, monkeypatch):
 def test_p4_aqms_are_ordinary_config_names(tarball):
     cfg = yaml.safe_load((REPO / "config" / "smoke.yaml").read_text())
     cfg["aqms"] = ["p4-droptail", "p4-favorqueue"]
-    c = favorconf.validate(cfg, "test")
-    specs = [favorconf.run_spec(c, r) for r in favorconf.runs(c)]
+    c = experiment.validate(cfg, "test")
+    specs = [experiment.run_spec(c, r) for r in experiment.runs(c)]
     fwd = {s["aqm"]["name"]: s["aqm"]["forward"] for s in specs}
     assert fwd["p4-favorqueue"]["kind"] == "p4"
     assert control.parse_args(fwd["p4-favorqueue"]["args"])["limit"] == c["topology"]["buffer_pkts"]
     plan = dumbbell.qdisc_plan(dict(c["topology"], kind="dumbbell"), specs[0]["aqm"])
     assert plan["rl"] == [], "with a P4 bottleneck rl-eth1 gets no qdisc (the switch queues)"
     assert plan["rr"][0][1] == "pfifo", "the reverse path keeps its Linux qdisc"
-    assert c["testbed"]["p4"] is True, "testbed_ctl must be told to provision the P4 toolchain"
+    assert c["testbed"]["p4"] is True, "orchestrate.testbeds must be told to provision the P4 toolchain"
 
 
 def test_p4_quick_runs_the_same_schedules_as_quick(tarball):
-    quick = favorconf.load(REPO / "config" / "quick.yaml")
-    p4q = favorconf.load(REPO / "config" / "p4-quick.yaml")
+    quick = experiment.load(REPO / "config" / "quick.yaml")
+    p4q = experiment.load(REPO / "config" / "p4-quick.yaml")
     assert p4q["aqms"] == ["p4-droptail", "p4-favorqueue"]
-    for a, b in zip(favorconf.runs(quick)[::2], favorconf.runs(p4q)[::2]):
-        assert favorconf.schedule_seed(quick, a) == favorconf.schedule_seed(p4q, b)
+    for a, b in zip(experiment.runs(quick)[::2], experiment.runs(p4q)[::2]):
+        assert experiment.schedule_seed(quick, a) == experiment.schedule_seed(p4q, b)
     # everything but the AQMs and the fidelity thresholds (p4-quick allows for BMv2's switch crossings
     # and packet-slot pacing, and says so) is quick's
     skip = ("name", "description", "aqms", "testbed", "fidelity", "pool")   # pool: derived from testbed
@@ -143,9 +142,9 @@ def test_p4_quick_runs_the_same_schedules_as_quick(tarball):
 
 def test_p4_on_the_local_vm_without_a_toolchain_is_refused_before_any_run(tmp_path, monkeypatch):
     monkeypatch.setenv("FAVORLAB_P4_TARBALL", str(tmp_path / "missing.tar.gz"))
-    monkeypatch.setattr(favorconf, "P4_TARBALL_DEFAULT", tmp_path / "none.tar.gz")
-    with pytest.raises(favorconf.ConfigError) as e:
-        favorconf.load(REPO / "config" / "p4-quick.yaml")
+    monkeypatch.setattr(experiment, "P4_TARBALL_DEFAULT", tmp_path / "none.tar.gz")
+    with pytest.raises(experiment.ConfigError) as e:
+        experiment.load(REPO / "config" / "p4-quick.yaml")
     assert "FAVORLAB_P4_TARBALL" in str(e.value) and "p4/README.md" in str(e.value)
 
 
@@ -155,10 +154,10 @@ def test_bad_p4_entry_rejected_before_any_run(tmp_path, monkeypatch, tarball):
                          "reverse": {"kind": "pfifo", "args": ["limit", "8"]}}
     path = tmp_path / "aqms.yaml"
     path.write_text(yaml.safe_dump(aqms))
-    monkeypatch.setattr(favorconf, "AQMS_PATH", path)
-    monkeypatch.setattr(favorconf, "load_aqms", lambda p=path: yaml.safe_load(p.read_text()))
+    monkeypatch.setattr(experiment, "AQMS_PATH", path)
+    monkeypatch.setattr(experiment, "load_aqms", lambda p=path: yaml.safe_load(p.read_text()))
     cfg = yaml.safe_load((REPO / "config" / "smoke.yaml").read_text())
     cfg["aqms"] = ["p4-broken"]
-    with pytest.raises(favorconf.ConfigError) as e:
-        favorconf.validate(cfg, "test.yaml")
+    with pytest.raises(experiment.ConfigError) as e:
+        experiment.validate(cfg, "test.yaml")
     assert "p4-broken" in str(e.value) and "limit=0 is out of range" in str(e.value)

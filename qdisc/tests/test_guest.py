@@ -1,5 +1,5 @@
 """sch_favor in a real kernel: our own QEMU guest (name qdisc-test), provisioned by the pipeline's path
-(workflow/scripts/testbed_ctl.py up -> ansible/site.yml -> roles testbed_base, favorlab_code, sch_favor),
+(orchestrate/testbeds.py up -> ansible/site.yml -> roles testbed_base, favorlab_code, sch_favor),
 so the DKMS role is tested too. Crafted packets go through favor under a paused htb in a network
 namespace; their departure order, drops, push-outs, xstats and trace are checked against the
 independent model of Algorithm 1 in test_core.py. Skipped with the reason where the guest cannot run;
@@ -23,7 +23,6 @@ from qdisc.tests.test_core import Model
 
 REPO = Path(__file__).resolve().parents[2]
 FAVORVM = REPO / "testbed" / "vm" / "favorvm"
-CTL = REPO / "workflow" / "scripts" / "testbed_ctl.py"
 VM = "qdisc-test"
 TESTBED = json.dumps({"kind": "local-vm", "vm_name": VM})
 GUEST_QDISC = "/opt/favorlab/qdisc"
@@ -72,13 +71,13 @@ def guest():
     if not shutil.which("qemu-system-x86_64") or os.geteuid() != 0:
         _no_guest("needs qemu-system-x86_64 and root (./favorlab test installs the tools)")
     py = REPO / ".venv" / "bin" / "python"
-    p = subprocess.run([str(py if py.exists() else sys.executable), str(CTL), "up", "--testbed", TESTBED],
-                       capture_output=True, text=True, timeout=2400)
+    p = subprocess.run([str(py if py.exists() else sys.executable), "-m", "orchestrate.testbeds", "up", "--testbed", TESTBED],
+                       cwd=REPO, capture_output=True, text=True, timeout=2400)
     if p.returncode:
         if "Traceback" in p.stderr or "FAILED" in p.stdout or "fatal:" in p.stdout:
             # the guest booted but provisioning (our DKMS role among others) failed: that is a failure
             subprocess.run([str(FAVORVM), "stop", "--name", VM], capture_output=True)
-            pytest.fail(f"testbed_ctl up failed:\n{p.stdout[-4000:]}\n{p.stderr[-2000:]}")
+            pytest.fail(f"orchestrate.testbeds up failed:\n{p.stdout[-4000:]}\n{p.stderr[-2000:]}")
         _no_guest(f"the guest does not start here: {p.stderr.strip()[-600:]}")
     g = Guest()
     g.run("dmesg -C")

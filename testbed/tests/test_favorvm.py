@@ -122,7 +122,7 @@ def test_inventory_is_what_ansible_and_remote_read(tmp_path, monkeypatch):
     assert hv["ansible_ssh_private_key_file"] == "/k/id_ed25519"
     assert f"UserKnownHostsFile={st['known_hosts']}" in hv["ansible_ssh_common_args"]
     assert hv["ansible_python_interpreter"] == "/usr/bin/python3" and hv["testbed_apt_update"] is False
-    from testbed import remote
+    from orchestrate import remote
     t = remote.vm_target("t1")
     assert (t["host"], t["port"], t["user"], t["key"], t["known_hosts"]) == \
         ("127.0.0.1", 40001, "root", "/k/id_ed25519", st["known_hosts"])

@@ -225,7 +225,7 @@ def _no_guest(reason):
 @pytest.fixture(scope="module")
 def guest():
     """Boot our own guest (name 'runner'), copy the repository to /opt/favorlab, stop it afterwards."""
-    from testbed import remote
+    from orchestrate import remote
     if not FAVORVM.is_file():
         _no_guest(f"{FAVORVM} does not exist yet (the VM part provides it)")
     p = subprocess.run([str(FAVORVM), "start", "--name", VM_NAME], capture_output=True, text=True, timeout=900)
@@ -264,7 +264,7 @@ def _schedule(path: Path, load: float, duration: float, mbps: float = 10, seed: 
 @pytest.mark.guest
 @pytest.mark.slow
 def test_short_real_run_end_to_end(guest, tmp_path):
-    from testbed import remote
+    from orchestrate import remote
     ssh, t = guest
     spec = tmp_path / "run.json"
     spec.write_text(json.dumps(SPEC))

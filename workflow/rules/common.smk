@@ -1,15 +1,14 @@
 import sys
 from pathlib import Path
 
-sys.path.insert(0, str(Path(workflow.basedir) / "workflow" / "scripts"))
-import favorconf  # noqa: E402
+from orchestrate import experiment
 
 _sources = [str(p) for p in getattr(workflow, "overwrite_configfiles", [])] or ["config"]
 try:
     # warnings (a pool above the machine's cores) once, from the main process, not from every job's
-    CFG = favorconf.validate(dict(config), ", ".join(_sources),
+    CFG = experiment.validate(dict(config), ", ".join(_sources),
                              warn=None if workflow.is_main_process else (lambda _msg: None))
-except favorconf.ConfigError as _e:
+except experiment.ConfigError as _e:
     # Stop before any experiment starts; the message names the key and the fix.
     sys.stderr.write(f"favorlab: invalid configuration\n{_e}\n")
     sys.exit(2)
@@ -17,7 +16,7 @@ except favorconf.ConfigError as _e:
 NAME = CFG["name"]
 RESULTS = f"results/{NAME}"
 BNECK = CFG["topology"]["bottleneck_mbps"]
-RUNS = {r.run_id(BNECK): r for r in favorconf.runs(CFG)}
+RUNS = {r.run_id(BNECK): r for r in experiment.runs(CFG)}
 PY = sys.executable
 REPORT = f"{RESULTS}/report.html"
 

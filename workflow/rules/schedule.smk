@@ -3,7 +3,7 @@
 
 def _schedule_params(wc):
     run = next(r for r in RUNS.values() if r.schedule_id == wc.sched)
-    return {"load": run.load, "seed": favorconf.schedule_seed(CFG, run)}
+    return {"load": run.load, "seed": experiment.schedule_seed(CFG, run)}
 
 
 rule schedule:
@@ -11,7 +11,7 @@ rule schedule:
         f"{RESULTS}/schedules/{{sched}}.csv",
     params:
         p=_schedule_params,
-        sizes=favorconf.sizes_arg(CFG["sizes"]),
+        sizes=experiment.sizes_arg(CFG["sizes"]),
     log:
         f"{RESULTS}/logs/schedule-{{sched}}.log",
     shell:

@@ -4,7 +4,7 @@
 # the runner works in <run_id>.partial and renames it only when DONE is written, so an interrupted
 # pipeline resumes without redoing finished runs or counting half-finished ones. A run whose fidelity
 # report says invalid is made again, up to the config's `attempts`, every attempt kept
-# (workflow/scripts/run_one.py). A job whose testbed died fails, that testbed is left out for the rest
+# (orchestrate/run_step.py). A job whose testbed died fails, that testbed is left out for the rest
 # of the pipeline, and `retries:` start the job again on another member.
 import json
 import shutil
@@ -30,7 +30,7 @@ if workflow.is_main_process:
 
 
 def _spec(wc):
-    return favorconf.run_spec(CFG, RUNS[wc.run_id])
+    return experiment.run_spec(CFG, RUNS[wc.run_id])
 
 
 rule run:
@@ -40,9 +40,9 @@ rule run:
         directory(f"{RESULTS}/runs/{{run_id}}"),
     params:
         spec=_spec,
-        # as before pools (favorconf.testbed_param): the pool's size or hosts are not part of an
+        # as before pools (orchestrate.experiment.testbed_param): the pool's size or hosts are not part of an
         # experiment, and a changed parameter would make Snakemake redo every finished run
-        testbed=favorconf.testbed_param(CFG),
+        testbed=experiment.testbed_param(CFG),
     threads: RUN_THREADS
     resources:
         testbed=1,
@@ -54,17 +54,17 @@ rule run:
         spec_dir.mkdir(parents=True, exist_ok=True)
         (spec_dir / "run.json").write_text(json.dumps(params.spec, indent=2) + "\n")
         shell(
-            "{PY} workflow/scripts/run_one.py --testbed {pool} --spec {spec} --schedule {input.schedule}"
+            "{PY} -m orchestrate.run_step --testbed {pool} --spec {spec} --schedule {input.schedule}"
             " --run-dir {output} --attempts {CFG[attempts]} --excluded-dir {EXCLUDED}"
             " 2>&1 | tee -a {log}; exit ${{PIPESTATUS[0]}}",
-            pool=favorconf.shell_json(POOL["members"]), spec=spec_dir / "run.json",
+            pool=experiment.shell_json(POOL["members"]), spec=spec_dir / "run.json",
         )
 
 
 # Before the first job, once per pipeline (onstart runs only when there is something to do, and never
 # in a dry run): every member gets a new chance (the members left out by the last pipeline are listed
 # again), and as many members as there are runs to make, up to the runs at once, are booted and
-# provisioned at once by `testbed_ctl up-all` (one thread per member, each under its lease), instead of
+# provisioned at once by `orchestrate.testbeds up-all` (one thread per member, each under its lease), instead of
 # each run job finding its member down or unprovisioned. A hook and not a rule: a rule's output would
 # have to be an input of every run, and a new input makes Snakemake redo the finished runs; a hook also
 # sees the plan, so a pipeline whose runs are all done boots no guest.
@@ -72,14 +72,14 @@ onstart:
     shutil.rmtree(EXCLUDED, ignore_errors=True)
     _todo = sum(1 for j in workflow.dag.needrun_jobs() if j.rule.name == "run")
     if _todo:
-        shell("{PY} workflow/scripts/testbed_ctl.py up-all --pool {pool} --limit {n} --excluded-dir {EXCLUDED}"
+        shell("{PY} -m orchestrate.testbeds up-all --pool {pool} --limit {n} --excluded-dir {EXCLUDED}"
               " --log-dir {RESULTS}/logs/testbeds || true",
-              pool=favorconf.shell_json(POOL["members"]), n=min(_todo, AT_ONCE))
+              pool=experiment.shell_json(POOL["members"]), n=min(_todo, AT_ONCE))
 
 
 onsuccess:
-    shell("{PY} workflow/scripts/testbed_ctl.py down-all --pool {pool} || true", pool=favorconf.shell_json(POOL["members"]))
+    shell("{PY} -m orchestrate.testbeds down-all --pool {pool} || true", pool=experiment.shell_json(POOL["members"]))
 
 
 onerror:
-    shell("{PY} workflow/scripts/testbed_ctl.py down-all --pool {pool} || true", pool=favorconf.shell_json(POOL["members"]))
+    shell("{PY} -m orchestrate.testbeds down-all --pool {pool} || true", pool=experiment.shell_json(POOL["members"]))

@@ -21,7 +21,7 @@ NAME = "recov"
 
 def main(cases):
     sys.path.insert(0, str(REPO))
-    from testbed import remote
+    from orchestrate import remote
     from analysis.tests.data.recovery import pcaptext
     subprocess.run([str(FAVORVM), "start", "--name", NAME], check=True)
     try:

@@ -2,7 +2,7 @@
 while its fidelity report says invalid, up to the config's `attempts`.
 
 Called by the Snakemake rule `run`. The run directory appears at --run-dir only when complete. Each
-attempt is made in results/<config>/attempts/<run_id>/<n> (testbed.remote works in <n>.partial and
+attempt is made in results/<config>/attempts/<run_id>/<n> (orchestrate.remote works in <n>.partial and
 renames it after DONE arrives). The attempt that ends the job (the first valid one, or the last allowed)
 becomes the run directory; the earlier ones move inside it, to attempts/<n>/, and attempts.json lists
 every attempt with its validity and reasons. An interrupted job resumes: finished attempts are kept and
@@ -10,9 +10,9 @@ counted, so the same command interrupted and resumed makes the same number of at
 
 The testbed is one member of the config's pool (orchestrate/pool.py), leased for the job: the first
 free member not left out, waiting (said once) while all are leased. Under the lease the member is
-brought up and provisioned with this checkout's code (testbed_ctl.up: cheap when it already is), the
+brought up and provisioned with this checkout's code (orchestrate.testbeds.up: cheap when it already is), the
 attempts run there, and each attempt's controller.json records the lease (member, host, port, acquired
-and released). A job whose testbed died or stopped answering (testbed.remote exit 255, the VM's QEMU
+and released). A job whose testbed died or stopped answering (orchestrate.remote exit 255, the VM's QEMU
 gone, no answer to a fresh ssh) leaves that member out for the rest of the pipeline
 (results/<config>/testbeds/excluded/<member-id>), says so in one line and exits 3; Snakemake's
 `retries:` start it again and it leases another member, keeping the attempts that came back. A failed
@@ -39,13 +39,10 @@ import time
 from datetime import datetime, timezone
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-import testbed_ctl  # noqa: E402   (puts the repository on sys.path)
-from orchestrate import pool  # noqa: E402
-from orchestrate.provenance import favorlab_commit  # noqa: E402
-from testbed import remote  # noqa: E402
+from orchestrate import pool, remote, testbeds
+from orchestrate.provenance import favorlab_commit
 
-REPO = testbed_ctl.REPO
+REPO = testbeds.REPO
 TEST_HOOK = "FAVORLAB_TEST_FIRST_ATTEMPT"
 EXIT_TESTBED_LEFT_OUT = 3   # the job failed because its testbed died; the retry leases another
 JOB_LOG = "controller.log"  # in the staging directory while attempts are made, then in the run directory
@@ -137,9 +134,9 @@ def attempt_spec(spec: dict, n: int) -> dict:
 
 
 def remote_command(t: dict, spec_file: Path, schedule: Path, dest: Path) -> list[str]:
-    """testbed.remote for one attempt, connecting as Ansible does (the inventory's user, key and ssh
+    """orchestrate.remote for one attempt, connecting as Ansible does (the inventory's user, key and ssh
     args) and checking the host key against the member's known_hosts file."""
-    cmd = [sys.executable, "-m", "testbed.remote",
+    cmd = [sys.executable, "-m", "orchestrate.remote",
            "--ssh-host", t["host"], "--ssh-port", str(t["port"]), "--ssh-user", t["user"],
            "--spec", str(spec_file), "--schedule", str(schedule), "--run-dir", str(dest)]
     if t.get("key"):
@@ -177,9 +174,9 @@ def _terminate(signum, frame):
 
 
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap = argparse.ArgumentParser(prog="python -m orchestrate.run_step", description=__doc__.splitlines()[0])
     ap.add_argument("--testbed", required=True,
-                    help="the pool's members (favorconf's pool), or one testbed, as JSON")
+                    help="the pool's members (orchestrate.experiment's pool), or one testbed, as JSON")
     ap.add_argument("--spec", required=True, type=Path, help="run.json of this run")
     ap.add_argument("--schedule", required=True, type=Path, help="schedule.csv of this run")
     ap.add_argument("--run-dir", required=True, type=Path, help="final run directory")
@@ -188,7 +185,7 @@ def main(argv=None) -> int:
                     help="members this pipeline left out (default: results/<config>/testbeds/excluded)")
     a = ap.parse_args(argv)
 
-    members = testbed_ctl.members_of(json.loads(a.testbed))
+    members = testbeds.members_of(json.loads(a.testbed))
     run_dir = a.run_dir.resolve()
     staging = run_dir.parent.parent / "attempts" / run_dir.name
     excluded_dir = a.excluded_dir or run_dir.parent.parent / "testbeds" / "excluded"
@@ -232,8 +229,8 @@ def attempts_under(lease: pool.Lease, a, spec: dict, staging: Path, excluded_dir
     try:
         # under the lease: this member runs this checkout's code (provisioned again if another
         # pipeline with other code used it last); cheap when its marker matches
-        testbed_ctl.up(member)
-        t = testbed_ctl.target(member)
+        testbeds.up(member)
+        t = testbeds.target(member)
     except (SystemExit, subprocess.CalledProcessError, subprocess.TimeoutExpired) as e:
         rc, t, failure = 1, None, f"could not be brought up ({e})"
     if t is not None:
@@ -246,13 +243,13 @@ def attempts_under(lease: pool.Lease, a, spec: dict, staging: Path, excluded_dir
             return rc
         rc = make_attempts(run_once, spec, staging, a.attempts, log=log,
                            extra=lambda: {"lease": lease.record(t)}, made=made)
-        failure = f"testbed.remote exited with {rc}"
+        failure = f"orchestrate.remote exited with {rc}"
     if rc != 0:
         # the testbed's fault (dead, hung, unreachable) or the run's own? An attempt that came back
         # complete, valid or not, never gets here.
-        why = testbed_ctl.dead_reason(member)
+        why = testbeds.dead_reason(member)
         if not why and rc == remote.EXIT_UNREACHABLE:
-            why = "stopped answering SSH during the attempt (testbed.remote exit 255)"
+            why = "stopped answering SSH during the attempt (orchestrate.remote exit 255)"
         if why:
             pool.exclude(excluded_dir, lease.id, f"{why}; while running {spec['run_id']}")
             log(f"testbed {lease.id} left out for the rest of this pipeline: {why}")

@@ -1,12 +1,12 @@
 """Capacity benchmark: the highest flow arrival rate at which a run on the testbed stays valid.
 
-    .venv/bin/python workflow/scripts/capacity.py --base config/quick.yaml --mean-pkts 30 \
+    .venv/bin/python -m orchestrate.capacity --base config/quick.yaml --mean-pkts 30 \
         --rates 10,15,20,26,35,50 [--aqm droptail] [--duration 40] [--out results/capacity]
 
 Each rate (flows per second, forward direction) becomes one run of the base config's scenario with the
 sizes' mean replaced by --mean-pkts and the load that gives that rate on the base bottleneck
 (load = rate * mean_pkts * 1500 B * 8 / bottleneck), one attempt, made exactly as the pipeline makes it
-(favorconf.run_spec, workloads.schedule, run_one.py on the same testbed, which stays up between rates).
+(orchestrate.experiment.run_spec, workloads.schedule, orchestrate.run_step on the same testbed, which stays up between rates).
 The ramp goes up until the first run the testbed cannot carry: invalid on `cpu_busy` or on the
 workload's scheduling lateness (the checks of testbed/runner, unchanged). A run invalid for another
 reason (the bottleneck's rate, an RTT) is reported and the ramp goes on, since it says nothing of CPU.
@@ -25,11 +25,9 @@ import subprocess
 import sys
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-import favorconf  # noqa: E402
-import testbed_ctl  # noqa: E402
+from orchestrate import experiment, testbeds
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[1]
 # the checks that say the testbed, not the network, ran out: CPU, flows started late or not at all
 CAPACITY_CHECKS = ("cpu_busy", "lateness_p99_ms", "flows_started")
 PKT_BITS = 1500 * 8
@@ -50,7 +48,7 @@ def config_for(base: dict, mean_pkts: float, rate: float, aqm: str, duration: fl
     if duration:
         cfg["duration_s"] = duration
     cfg["name"] = f"capacity-m{mean_pkts:g}-{cfg['workload_impl']}"
-    return favorconf.validate(cfg, f"capacity ramp at {rate:g} flows/s")
+    return experiment.validate(cfg, f"capacity ramp at {rate:g} flows/s")
 
 
 def capacity_failures(fid: dict) -> list[str]:
@@ -60,8 +58,8 @@ def capacity_failures(fid: dict) -> list[str]:
 
 
 def one_rate(cfg: dict, rate: float, out: Path) -> dict:
-    run = favorconf.runs(cfg)[0]
-    spec = favorconf.run_spec(cfg, run)
+    run = experiment.runs(cfg)[0]
+    spec = experiment.run_spec(cfg, run)
     d = out / f"rate{rate:g}"
     run_dir = d / "runs" / spec["run_id"]
     if not (run_dir / "DONE").is_file():
@@ -70,10 +68,10 @@ def one_rate(cfg: dict, rate: float, out: Path) -> dict:
         sched = d / "schedule.csv"
         subprocess.run([sys.executable, "-m", "workloads.schedule", "--load", str(run.load),
                         "--capacity-mbps", str(cfg["topology"]["bottleneck_mbps"]), "--duration", str(cfg["duration_s"]),
-                        "--seed", str(favorconf.schedule_seed(cfg, run)), "--sizes", favorconf.sizes_arg(cfg["sizes"]),
+                        "--seed", str(experiment.schedule_seed(cfg, run)), "--sizes", experiment.sizes_arg(cfg["sizes"]),
                         "--reverse-load", str(cfg["reverse_load"]), "--topology", cfg["scenario"], "--out", str(sched)],
                        cwd=REPO, check=True, stdout=subprocess.DEVNULL)
-        rc = subprocess.run([sys.executable, str(REPO / "workflow/scripts/run_one.py"),
+        rc = subprocess.run([sys.executable, "-m", "orchestrate.run_step",
                              "--testbed", json.dumps(cfg["testbed"]), "--spec", str(d / "run.json"),
                              "--schedule", str(sched), "--run-dir", str(run_dir), "--attempts", "1"], cwd=REPO).returncode
         if rc:
@@ -110,7 +108,7 @@ def fmt_row(r: dict) -> str:
 
 
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap = argparse.ArgumentParser(prog="python -m orchestrate.capacity", description=__doc__.splitlines()[0])
     ap.add_argument("--base", default="config/quick.yaml", help="config whose scenario and testbed are used")
     ap.add_argument("--mean-pkts", type=float, required=True, help="Pareto mean flow size (packets)")
     ap.add_argument("--rates", required=True, help="comma-separated arrival rates, flows/s, ascending")
@@ -121,8 +119,8 @@ def main(argv=None) -> int:
     ap.add_argument("--keep-up", action="store_true", help="leave the testbed running afterwards")
     a = ap.parse_args(argv)
     try:
-        base = favorconf.load(a.base)
-    except favorconf.ConfigError as e:
+        base = experiment.load(a.base)
+    except experiment.ConfigError as e:
         print(f"capacity: {e}", file=sys.stderr)
         return 2
     rates = [float(x) for x in a.rates.split(",")]
@@ -147,7 +145,7 @@ def main(argv=None) -> int:
                 break
     finally:
         if not a.keep_up:
-            testbed_ctl.down(base["testbed"])
+            testbeds.down(base["testbed"])
     print(f"\n{'flows/s':>7} {'load':>6} {'flows':>6} {'cpu':>6} {'>90%':>6} {'late p99':>9} {'sirq':>6} {'carried':>7}  where the CPU went")
     for r in rows:
         print(fmt_row(r))
@@ -158,7 +156,7 @@ def main(argv=None) -> int:
         carried = r["rate"]
     print(f"\ncapacity: {carried:g} flows/s carried (Pareto mean {a.mean_pkts:g})"
           + ("" if any(not r["carried"] for r in rows) else " or more: no rate of the ramp was too much"))
-    print(f"rerun: .venv/bin/python workflow/scripts/capacity.py --base {a.base} --mean-pkts {a.mean_pkts:g} "
+    print(f"rerun: .venv/bin/python -m orchestrate.capacity --base {a.base} --mean-pkts {a.mean_pkts:g} "
           f"--rates {a.rates} --aqm {a.aqm}" + (f" --impl {a.impl}" if a.impl else "")
           + (f" --duration {a.duration:g}" if a.duration else ""))
     (out / "capacity.json").write_text(json.dumps({"rows": rows, "capacity_flows_per_s": carried}, indent=1) + "\n")

@@ -3,15 +3,10 @@ inventory's ssh options (FABRIC's ProxyCommand through its bastion, one option w
 management addresses. The commands are checked as built; nothing connects anywhere."""
 import shlex
 import subprocess
-import sys
 
 import pytest
 
-from orchestrate.inventory import REPO
-from testbed import remote
-
-sys.path.insert(0, str(REPO / "workflow" / "scripts"))
-import testbed_ctl  # noqa: E402
+from orchestrate import remote, testbeds
 
 PROXY = 'ProxyCommand=ssh -i /keys/bastion -W [%h]:%p alice_0000012345@bastion.fabric-testbed.net'
 FABRIC_ARGS = f'-o StrictHostKeyChecking=accept-new -o "{PROXY}"'
@@ -72,11 +67,11 @@ def test_remote_cli_passes_ssh_args(monkeypatch, tmp_path):
     assert got["ssh"].sudo
 
 
-def test_testbed_ctl_ssh_keeps_the_proxy_whole_and_uses_sudo(argvs):
-    """The controller's own ssh (the provisioning marker, the liveness probe) is testbed.remote's."""
+def test_testbeds_ssh_keeps_the_proxy_whole_and_uses_sudo(argvs):
+    """The controller's own ssh (the provisioning marker, the liveness probe) is orchestrate.remote's."""
     t = {"host": "2001:db8:a0::10", "port": 22, "user": "ubuntu", "key": "/keys/slice", "ssh_args": FABRIC_ARGS,
          "known_hosts": "/c/known_hosts/m", "host_key_checking": "accept-new"}
-    testbed_ctl.connect(t).capture("mkdir -p $(dirname /run/favorlab/provisioned) && echo h > /run/favorlab/provisioned")
+    testbeds.connect(t).capture("mkdir -p $(dirname /run/favorlab/provisioned) && echo h > /run/favorlab/provisioned")
     argv = argvs[-1]
     assert argv[1:7] == ["-o", "UserKnownHostsFile=/c/known_hosts/m", "-o", "StrictHostKeyChecking=accept-new",
                          "-o", "StrictHostKeyChecking=accept-new"]
@@ -85,10 +80,10 @@ def test_testbed_ctl_ssh_keeps_the_proxy_whole_and_uses_sudo(argvs):
                                                    "&& echo h > /run/favorlab/provisioned'"]
 
 
-def test_testbed_ctl_ssh_for_the_vm_as_root(argvs):
+def test_testbeds_ssh_for_the_vm_as_root(argvs):
     t = {"host": "127.0.0.1", "port": 40123, "user": "root", "key": "/k", "ssh_args": "",
          "known_hosts": "/c/known_hosts", "host_key_checking": "yes"}
-    testbed_ctl.connect(t).capture("cat /m")
+    testbeds.connect(t).capture("cat /m")
     argv = argvs[-1]
     assert argv[1:5] == ["-o", "UserKnownHostsFile=/c/known_hosts", "-o", "StrictHostKeyChecking=yes"]
     assert argv[argv.index("-p") + 1] == "40123" and argv[argv.index("-i") + 1] == "/k"

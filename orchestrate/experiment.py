@@ -16,7 +16,9 @@ from pathlib import Path
 import jsonschema
 import yaml
 
-REPO = Path(__file__).resolve().parents[2]
+from orchestrate import plan, pool
+
+REPO = Path(__file__).resolve().parents[1]
 SCHEMA_PATH = REPO / "config" / "schema" / "config.schema.yaml"
 AQMS_PATH = REPO / "config" / "aqms.yaml"
 
@@ -134,15 +136,13 @@ def validate(config: dict, source: str = "config", warn=None) -> dict:
                             f"{', '.join(sorted(known))}, or add an entry to config/aqms.yaml.")
     p4_names = [n for n in cfg["aqms"] if n in known and known[n]["forward"]["kind"] == "p4"]
     if p4_names:
-        if str(REPO) not in sys.path:
-            sys.path.insert(0, str(REPO))
         from p4 import control as p4control   # the P4 entries' arguments, checked before any run
         for name in p4_names:
             try:
                 p4control.parse_args(_aqm_args(known[name]["forward"]["args"], cfg["topology"]))
             except p4control.P4ConfigError as e:
                 problems.append(f"{source}: aqm {name!r} (config/aqms.yaml): {e}")
-        # derived, not a config key: testbed_ctl provisions the P4 toolchain only when it is needed
+        # derived, not a config key: orchestrate.testbeds provisions the P4 toolchain only when it is needed
         cfg["testbed"]["p4"] = True
         if cfg["testbed"]["kind"] == "local-vm" and not p4_tarball():
             problems.append(
@@ -248,12 +248,9 @@ def group_hosts(groups: dict, group: str) -> list[str]:
 
 def expand_pool(tb: dict, defaults: dict, source: str = "config", warn=None) -> dict:
     """The testbed section -> {"members": [member, ...], "size": N, "retries": R}; each member is a dict
-    testbed_ctl takes (kind, vm_name or inventory + host, keep_running, p4) with its id
+    orchestrate.testbeds takes (kind, vm_name or inventory + host, keep_running, p4) with its id
     (orchestrate/pool.py: the VM name, or host@<inventory path hash>). defaults: the schema's testbed
     defaults, from the schema validate has already read."""
-    if str(REPO) not in sys.path:
-        sys.path.insert(0, str(REPO))
-    from orchestrate import pool
     common = {"keep_running": tb.get("keep_running", defaults["keep_running"])}
     if tb.get("p4"):
         common["p4"] = True
@@ -376,9 +373,9 @@ def sizes_arg(sizes: dict) -> str:
 
 
 def main(argv=None) -> int:
-    """python workflow/scripts/favorconf.py CONFIG            validate, list the run ids
-       python workflow/scripts/favorconf.py pool-size CONFIG  the number of testbeds (./favorlab's --resources)
-       python workflow/scripts/favorconf.py plan CONFIG       projected wall time with its pool, 1, 10 and 50
+    """python -m orchestrate.experiment CONFIG            validate, list the run ids
+       python -m orchestrate.experiment pool-size CONFIG  the number of testbeds (./favorlab's --resources)
+       python -m orchestrate.experiment plan CONFIG       projected wall time with its pool, 1, 10 and 50
                                                               testbeds (orchestrate/plan.py)"""
     argv = sys.argv[1:] if argv is None else argv
     if argv[:1] == ["plan"] and len(argv) == 2:
@@ -387,9 +384,6 @@ def main(argv=None) -> int:
         except ConfigError as e:
             print(str(e), file=sys.stderr)
             return 2
-        if str(REPO) not in sys.path:       # run as a script from ./favorlab: the package is the repository's
-            sys.path.insert(0, str(REPO))
-        from orchestrate import plan
         sizes = sorted({c["pool"]["size"], 1, 10, 50})
         _, lines = plan.project(len(runs(c)), c["duration_s"], c["drain_s"], c["testbed"]["kind"], sizes,
                                 REPO / "results")

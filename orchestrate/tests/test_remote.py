@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 
-from testbed import remote
+from orchestrate import remote
 
 
 @pytest.fixture(autouse=True)
@@ -111,7 +111,7 @@ def test_execute_failure_leaves_no_run_dir(tmp_path):
 
 def test_a_host_that_dies_mid_run_is_unreachable(tmp_path):
     """The runner's ssh ends (255) and the copy back fails because the host died: Unreachable (the CLI
-    exits 255, and run_one leaves the testbed out), not the run's own failure."""
+    exits 255, and orchestrate.run_step leaves the testbed out), not the run's own failure."""
     spec, sched = _inputs(tmp_path)
     run_dir = tmp_path / "runs" / "r1"
     ssh = FakeSsh(tmp_path / "host", runner_ok=True)

@@ -1,15 +1,15 @@
 """Bring a config's testbeds up (booted and provisioned by Ansible) or down, and say how to reach them.
 
-    python workflow/scripts/testbed_ctl.py up   --testbed '{"kind": "local-vm", "vm_name": "favorlab"}'
-    python workflow/scripts/testbed_ctl.py down --testbed '...'
-    python workflow/scripts/testbed_ctl.py target --testbed '...'   # JSON: host, port, user, key, ssh_args,
+    python -m orchestrate.testbeds up   --testbed '{"kind": "local-vm", "vm_name": "favorlab"}'
+    python -m orchestrate.testbeds down --testbed '...'
+    python -m orchestrate.testbeds target --testbed '...'   # JSON: host, port, user, key, ssh_args,
                                                                     # known_hosts, host_key_checking
-    python workflow/scripts/testbed_ctl.py up-all --pool '<favorconf pool JSON>' [--limit N]
+    python -m orchestrate.testbeds up-all --pool '<experiment pool JSON>' [--limit N]
                 [--excluded-dir results/<config>/testbeds/excluded] [--log-dir DIR]
-    python workflow/scripts/testbed_ctl.py down-all --pool '...'
+    python -m orchestrate.testbeds down-all --pool '...'
 
-`--testbed` is one member of a pool (favorconf.expand_pool), or a config's testbed section naming one
-testbed; `--pool` is the pool (a list of members, or favorconf's {"members": [...]}).
+`--testbed` is one member of a pool (orchestrate.experiment.expand_pool), or a config's testbed section naming one
+testbed; `--pool` is the pool (a list of members, or orchestrate.experiment's {"members": [...]}).
 
 `up` is idempotent and cheap when nothing changed: the host records the hash of the code it was
 provisioned with in /run/favorlab/provisioned (tmpfs: a rebooted host is provisioned again), and
@@ -22,9 +22,9 @@ keep_running) that no other pipeline holds.
 
 Host keys: a local guest's known_hosts file is written by favorvm at each start from the image's host
 key (StrictHostKeyChecking=yes); an ssh member's is ${FAVORLAB_CACHE:-~/.cache/favorlab}/known_hosts/
-<member-id>, filled on first contact (accept-new) and checked from then on. testbed.remote.Ssh puts these
+<member-id>, filled on first contact (accept-new) and checked from then on. orchestrate.remote.Ssh puts these
 first, ahead of the inventory's own ssh args, for every ssh this controller makes: the marker check
-here, Ansible (its ansible_ssh_common_args) and testbed.remote (the runs).
+here, Ansible (its ansible_ssh_common_args) and orchestrate.remote (the runs).
 """
 from __future__ import annotations
 
@@ -38,11 +38,10 @@ import threading
 import time
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[2]
-if str(REPO) not in sys.path:
-    sys.path.insert(0, str(REPO))
-from orchestrate import pool  # noqa: E402
-from testbed.remote import Ssh  # noqa: E402
+from orchestrate import experiment, pool
+from orchestrate.remote import Ssh
+
+REPO = Path(__file__).resolve().parents[1]
 FAVORVM = REPO / "testbed" / "vm" / "favorvm"
 VENV_BIN = Path(sys.executable).parent
 MARKER = "/run/favorlab/provisioned"
@@ -53,7 +52,7 @@ def log(msg: str, out=None) -> None:
 
 
 def members_of(value) -> list[dict]:
-    """A pool (list of members, or favorconf's {"members": [...]}) or one testbed dict -> members with ids."""
+    """A pool (list of members, or orchestrate.experiment's {"members": [...]}) or one testbed dict -> members with ids."""
     if isinstance(value, dict) and "members" in value:
         value = value["members"]
     if isinstance(value, dict):
@@ -114,7 +113,7 @@ def target(tb: dict) -> dict:
 
 
 def connect(t: dict) -> Ssh:
-    """The ssh client for target(): testbed.remote's, which the runs use too (sudo for a non-root
+    """The ssh client for target(): orchestrate.remote's, which the runs use too (sudo for a non-root
     login, the member's known_hosts ahead of the inventory's ssh args)."""
     return Ssh(**t)
 
@@ -159,9 +158,8 @@ def up(tb: dict, out=None) -> None:
     log(f"provisioning {host} with Ansible (ansible/site.yml)", out)
     extra = []
     if tb.get("p4"):   # a config with a P4 AQM: the toolchain and the programs too (role p4_toolchain)
-        import favorconf
         extra = ["-e", "favorlab_p4=true"]
-        tarball = favorconf.p4_tarball()
+        tarball = experiment.p4_tarball()
         if tarball:
             extra += ["-e", f"p4_toolchain_tarball={tarball}"]
     # the member's host-key options ahead of the inventory's own (Ssh.common_args): as an extra var it
@@ -192,7 +190,7 @@ def up_all(members: list[dict], limit: int | None = None, excluded_dir: Path | N
             break
         if m["id"] in out:
             continue
-        got = pool.try_lease(m, what="testbed_ctl up-all")
+        got = pool.try_lease(m, what="orchestrate.testbeds up-all")
         if got is None:
             log(f"{m['id']} is leased ({pool.holder(m['id'])}): its holder keeps it up")
             continue
@@ -236,7 +234,7 @@ def down_all(members: list[dict]) -> None:
     for m in members:
         if m["kind"] != "local-vm" or m.get("keep_running"):
             continue
-        got = pool.try_lease(m, what="testbed_ctl down-all")
+        got = pool.try_lease(m, what="orchestrate.testbeds down-all")
         if got is None:
             log(f"{m['id']} is leased ({pool.holder(m['id'])}): left running")
             continue
@@ -245,7 +243,7 @@ def down_all(members: list[dict]) -> None:
 
 
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = argparse.ArgumentParser(prog="python -m orchestrate.testbeds", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("action", choices=["up", "down", "target", "up-all", "down-all"])
     ap.add_argument("--testbed", help="one testbed (a pool member or a one-testbed section), as JSON")
     ap.add_argument("--pool", help="up-all, down-all: the pool, as JSON")

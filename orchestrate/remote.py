@@ -1,9 +1,9 @@
 """Controller side of one run: push the run spec to a testbed host, run it there, pull the run back.
 
-    python -m testbed.remote --ssh-host 127.0.0.1 --ssh-port P --ssh-key K --ssh-user root \\
+    python -m orchestrate.remote --ssh-host 127.0.0.1 --ssh-port P --ssh-key K --ssh-user root \\
         [--known-hosts F [--host-key-checking yes|accept-new]] [--ssh-args='-o ProxyCommand=...'] \\
         --spec run.json --schedule schedule.csv --run-dir results/<cfg>/runs/<run_id>
-    python -m testbed.remote --vm NAME --spec ... --schedule ... --run-dir ...
+    python -m orchestrate.remote --vm NAME --spec ... --schedule ... --run-dir ...
 
 Works in <run-dir>.partial (a leftover one from an interrupted attempt is removed first) and renames it
 to <run-dir> only when DONE came back, so an interrupted run never looks finished. On failure it exits
@@ -43,7 +43,7 @@ class RemoteError(RuntimeError):
 
 
 class Unreachable(RemoteError):
-    """The host stopped answering SSH (run_one leaves such a testbed out and the job is retried elsewhere)."""
+    """The host stopped answering SSH (orchestrate.run_step leaves such a testbed out and the job is retried elsewhere)."""
 
 
 def partial_of(run_dir: Path) -> Path:
@@ -207,7 +207,7 @@ def _execute(ssh: Ssh, run_dir: Path, part: Path) -> Path:
 
 
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m testbed.remote", description=__doc__,
+    ap = argparse.ArgumentParser(prog="python -m orchestrate.remote", description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--vm", help="favorvm name: read SSH coordinates from its state.json")
     ap.add_argument("--ssh-host")
