@@ -5,6 +5,7 @@ faked; tests/test_pool_guest.py runs the same on two real guests."""
 import json
 import os
 import shlex
+import signal
 import shutil
 import subprocess
 import sys
@@ -243,6 +244,7 @@ if how == "interrupted":   # Ctrl-C while the attempt runs: SIGINT to the contro
     import os, signal, time
     os.kill(os.getppid(), signal.SIGINT)
     time.sleep(30)
+    sys.exit("the controller was not interrupted")
 dest.mkdir(parents=True)
 (dest / "fidelity.json").write_text(json.dumps({"valid": how == "valid", "reasons": [] if how == "valid" else ["cpu_busy"]}))
 (dest / "DONE").write_text("")
@@ -354,8 +356,13 @@ def test_an_interrupted_job_records_when_its_lease_ended(fake_pool):
     """Ctrl-C during attempt 2: attempt 1 (invalid, kept) says when the lease it ran under ended, and the
     controller's log says the job was interrupted; the member is free again."""
     fake_pool["then"] = ["invalid", "interrupted"]
-    with pytest.raises(KeyboardInterrupt):
-        fake_pool["main"](members(2), attempts=3)
+    # Ctrl-C raises KeyboardInterrupt even where pytest was started with SIGINT ignored (nohup ... &)
+    before = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            fake_pool["main"](members(2), attempts=3)
+    finally:
+        signal.signal(signal.SIGINT, before)
     staging = fake_pool["results"] / "attempts" / SPEC["run_id"]
     assert run_step.finished_attempts(staging) == [1]
     lease = json.loads((staging / "1" / "controller.json").read_text())["lease"]
