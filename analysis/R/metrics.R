@@ -55,11 +55,14 @@ latency_gain <- function(pairs, part = c("total", "positive", "negative")) {
 }
 
 # Eq. 5: P(Favor | S = s) = sum fa_i / sum (s + R_i), fa_i the flow's favored DATA packets (the SYN, the
-# handshake ACK and the FIN are favored too, but s + R_i counts data packets only)
+# handshake ACK and the FIN are favored too, but s + R_i counts data packets only). Over the flows whose
+# favor trace was paired (fa_i known): a flow without one would add its packets to the denominator and
+# none to the numerator, pulling the share down by however many flows went unpaired.
 p_favor <- function(fl) {
   fa <- num(fl$fav_favored_data)
-  if (all(is.na(fa))) return(NA_real_)
-  sum(fa, na.rm = TRUE) / sum(num(fl$L) + num(fl$R))
+  ok <- !is.na(fa)
+  if (!any(ok)) return(NA_real_)
+  sum(fa[ok]) / sum(num(fl$L)[ok] + num(fl$R)[ok])
 }
 
 # Push-out share of drops: push-out victims / all drops recorded by the favor trace.

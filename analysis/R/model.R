@@ -97,8 +97,8 @@ favor_model <- function(s, p_z1, s1, s2, p_ca = 0.7) {
 }
 
 # Measured P(Favor | S = s) (Eq. 5, p_favor) per flow size, one row per size with its flows and runs.
-# Flows whose favor trace could not be paired (fav_favored_data empty) are left out: p_favor would count
-# their packets in the denominator and none of them in the numerator.
+# Flows whose favor trace could not be paired (fav_favored_data empty) are left out here too, so that a
+# size's `flows` (its weight in the fit) counts only the flows its P(Favor) was measured on.
 favor_by_size <- function(fl) {
   fl <- fl[!is.na(num(fav_favored_data)) & !is.na(num(L)) & num(L) >= 1]
   if (!nrow(fl)) return(data.table(s = numeric(), p = numeric(), flows = integer(), runs = integer()))

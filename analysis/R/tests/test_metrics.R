@@ -16,6 +16,10 @@ test_that("RTO recovery ratio Eq. 4", {
 test_that("P(Favor|S=s) Eq. 5 counts favored data packets only, so it never exceeds 1", {
   expect_equal(p_favor(fl[1]), 2 / 2)      # the favored SYN of the 2-packet flow is not a data packet
   expect_equal(p_favor(fl), (2 + 4 + 49) / (112 + 8))
+  # a flow whose favor trace was not paired (empty fav_favored_data) counts on neither side
+  unpaired <- copy(fl)[2, fav_favored_data := ""]
+  expect_equal(p_favor(unpaired), (2 + 49) / (2 + 100 + 6))
+  expect_true(is.na(p_favor(unpaired[2])))
 })
 test_that("push-out share of drops", expect_equal(pushout_share(fl), 3 / 8))
 test_that("normalized goodput", expect_equal(normalized_goodput(fl, 1e7), 0.02))
