@@ -22,7 +22,7 @@ from orchestrate.provenance import favorlab_commit
 
 STYLE = """body{font-family:sans-serif;max-width:1100px;margin:auto}table{border-collapse:collapse;font-size:13px}
 td,th{border:1px solid #ccc;padding:3px 6px}.holds{background:#d9f2d9}.does-not-hold{background:#f7d4d4}
-.not-run{background:#eee}.insufficient-data{background:#fdf3c8}img{max-width:100%}
+.not-run{background:#eee}.not-drawn{background:#eee}.insufficient-data{background:#fdf3c8}img{max-width:100%}
 .summary{font-size:15px}.caption{font-size:13px;color:#333;margin-top:2px}"""
 STATUSES = ["holds", "does not hold", "insufficient data", "not run"]
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -208,6 +208,17 @@ def figure_caption(stem):
         return f"<p class='caption'>{html.escape(f.read().strip())}</p>"
 
 
+def figure_index(fdir):
+    """Every figure of the paper: drawn (with the flows and runs its caption counts) or not, and why
+    (figures/index.csv, written by figures.R), beside what the paper's figure shows."""
+    idx = _read(os.path.join(fdir, "index.csv"))
+    if not idx:
+        return "<p>no figure index (figures drawn before figures.R wrote index.csv: run it again)</p>"
+    drawn = sum(r["status"] == "drawn" for r in idx)
+    return (f"<p>The paper's figures: <b>{drawn}</b> of {len(idx)} drawn here. Each one not drawn says why.</p>"
+            + table(idx, ["figure", "title", "status", "detail", "paper"], "status"))
+
+
 def render(results):
     parts = [f"<!doctype html><html><head><meta charset='utf-8'><title>favorlab report</title><style>{STYLE}</style></head><body>",
              f"<h1>favorlab report: {html.escape(os.path.basename(os.path.abspath(results)))}</h1>"]
@@ -232,7 +243,7 @@ def render(results):
     fdir = os.path.join(results, "figures")
     figs = sorted((f for f in os.listdir(fdir) if f.endswith(".png")), key=lambda f: int(re.sub(r"\D", "", f) or 0)) \
         if os.path.isdir(fdir) else []
-    parts.append(f"<h2>Figures ({len(figs)})</h2>")
+    parts.append(f"<h2>Figures ({len(figs)})</h2>" + figure_index(fdir))
     for f in figs:
         with open(os.path.join(fdir, f), "rb") as fh:
             b = base64.b64encode(fh.read()).decode()

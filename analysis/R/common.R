@@ -3,7 +3,11 @@ here <- local({ a <- commandArgs(FALSE); f <- sub("^--file=", "", a[grep("^--fil
 if (!exists("favorlab_R_dir")) favorlab_R_dir <- here
 for (f in c("metrics.R", "load.R", "theme.R", "figtext.R", "fig_latency.R", "fig_load.R", "fig_length.R", "model.R", "fig_model.R", "fig_pairs.R", "fig_scenarios.R", "verdict_lib.R"))
   source(file.path(favorlab_R_dir, f))
-skip_fig <- function(id, why) { message(sprintf("skip %s: %s", id, why)); invisible(NULL) }
+# What became of each figure: drawn (with the counts its caption states) or not drawn and why. figures.R
+# writes it as figures/index.csv; the report shows it as the figure index.
+FIG_INDEX <- new.env()
+fig_record <- function(id, status, detail) assign(id, list(status = status, detail = detail), envir = FIG_INDEX)
+skip_fig <- function(id, why) { message(sprintf("skip %s: %s", id, why)); fig_record(id, "not drawn", why); invisible(NULL) }
 parse_args <- function(names) {
   a <- commandArgs(TRUE); v <- list()
   for (n in names) { i <- match(paste0("--", n), a); if (is.na(i) || i == length(a)) stop(sprintf("missing --%s", n)); v[[n]] <- a[i + 1] }

@@ -9,8 +9,13 @@ if (nrow(t$invalid)) message("invalid runs left out of every figure: ", paste(t$
 fwrite(t$invalid[, .(run_id, invalid_reasons)], file.path(a$out, "invalid-runs.csv"))
 # the flows every figure leaves out because they did not finish, per scenario, AQM, load and length class
 fwrite(censoring(t), file.path(a$out, "unfinished-flows.csv"))
-for (id in c("F2", "F3", "F4", "F8", "F9", "F10", "F11", "F12", "F13", "F17", "F18", "F19", "F20", "F21", "F22", "F23", "F24", "F27")) {
-  tryCatch(get(paste0("fig_", id))(t, a$out), error = function(e) message(sprintf("skip %s: %s", id, conditionMessage(e))))
+# every figure of the paper (analysis/figures.yaml), drawn where its function and its runs exist
+for (id in names(FIGURES)) {
+  draw <- paste0("fig_", id)
+  if (!exists(draw)) { skip_fig(id, FIGURES[[id]]$missing %||% "not implemented"); next }
+  tryCatch(get(draw)(t, a$out), error = function(e) skip_fig(id, paste("error:", conditionMessage(e))))
+  if (is.null(FIG_INDEX[[id]])) skip_fig(id, "its function drew nothing and gave no reason")
 }
-for (id in c("F5", "F6", "F7", "F14", "F15", "F16", "F26"))
-  message(sprintf("skip %s: scenario not in these tables / not implemented yet", id))
+fwrite(rbindlist(lapply(names(FIGURES), function(id) data.table(
+  figure = id, number = FIGURES[[id]]$number, title = FIGURES[[id]]$title, status = FIG_INDEX[[id]]$status,
+  detail = FIG_INDEX[[id]]$detail, paper = FIGURES[[id]]$paper))), file.path(a$out, "index.csv"))

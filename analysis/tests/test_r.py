@@ -37,6 +37,17 @@ def test_figures_and_verdict_from_tables(results):
     for fig in ["F2", "F3", "F10", "F19", "F20"]:
         assert (d / "figures" / f"{fig}.png").stat().st_size > 1000 and (d / "figures" / f"{fig}.pdf").exists()
     assert "dumbbell_favor_load0.5_rep1" in (d / "figures" / "invalid-runs.csv").read_text()
+    # the figure index: every figure of the paper, drawn with its counts or not drawn with the reason
+    import csv as _csv
+    idx = {r["figure"]: r for r in _csv.DictReader(open(d / "figures" / "index.csv"))}
+    assert list(idx) == [f"F{i}" for i in range(2, 28) if i != 25]
+    assert idx["F3"]["status"] == "drawn" and idx["F3"]["detail"].startswith("n = 5 flows from 1 run")
+    assert idx["F9"]["status"] == "not drawn" and idx["F9"]["detail"] == "needs runs at several buffer sizes of one scenario"
+    assert idx["F14"]["status"] == "not drawn" and "persistent-flows scenario" in idx["F14"]["detail"]
+    assert idx["F23"]["status"] == "not drawn" and "load 0.25" in idx["F23"]["detail"]
+    assert all(r["paper"] and r["title"] for r in idx.values())
+    assert {r["figure"] for r in idx.values() if r["status"] == "drawn"} == \
+        {p.stem for p in (d / "figures").glob("F*.png")}
     r = subprocess.run(["Rscript", "analysis/R/verdict.R", "--tables", str(d / "tables"), "--out", str(d / "verdict.csv")],
                        cwd=ROOT, capture_output=True, text=True)
     assert r.returncode == 0, r.stderr
@@ -74,6 +85,9 @@ def test_report_embeds_figures_verdict_and_invalid_runs(results):
     assert "unfinished flows" in top and "<th>flows_unfinished</th>" in top and "<th>steady</th>" in top
     assert "nstat_TcpExtTCPTimeouts" in h
     assert "src='figures/" not in h  # self-contained
+    # the figure index names every figure of the paper, and why one is not drawn
+    assert "drawn here. Each one not drawn says why." in h
+    assert "<td>F14</td>" in h and "persistent-flows scenario (Section 5.3) is not implemented yet" in h
     # each figure has its caption under it: the paper's figure, then ours from the figure's table
     f3 = h[h.index("<h3 id='F3'>F3</h3>"):]
     f3 = f3[:f3.index("<h3 ", 5)]
