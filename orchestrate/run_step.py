@@ -148,10 +148,6 @@ def remote_command(t: dict, spec_file: Path, schedule: Path, dest: Path) -> list
     return cmd
 
 
-def log(msg: str) -> None:
-    print(msg, flush=True)
-
-
 class JobLog:
     """print(), and the same line with its UTC time appended to <staging>/controller.log. Snakemake
     removes a rule's log before each try of the job, so what a failed try said (which testbed died, and
@@ -205,7 +201,6 @@ def main(argv=None) -> int:
     try:
         rc = attempts_under(lease, a, spec, staging, excluded_dir, made, log)
     except KeyboardInterrupt:
-        lease.release()
         log(f"run: {spec['run_id']} interrupted on {lease.id}; {len(made)} attempt(s) made under this lease kept")
         raise
     finally:

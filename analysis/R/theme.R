@@ -20,7 +20,7 @@ save_fig <- function(p, out, name, w = 6, h = 4, data = p$data, caption = NULL) 
   }
   if (!is.null(caption)) writeLines(caption, file.path(out, paste0(name, ".caption.txt")))
   n <- if (!is.null(caption) && grepl("n = ", caption)) sub("\\.?$", "", sub("(?s)^.*?(n = )", "\\1", caption, perl = TRUE)) else ""
-  if (exists("fig_record")) fig_record(name, "drawn", n)
+  fig_record(name, "drawn", n)             # common.R, which sources this file
   message("wrote ", file.path(out, paste0(name, ".png")))
 }
 # One panel per scenario where a figure holds several (IW 2 and IW 10 must never share a curve).
