@@ -66,11 +66,8 @@ def one_rate(cfg: dict, rate: float, out: Path) -> dict:
         d.mkdir(parents=True, exist_ok=True)
         (d / "run.json").write_text(json.dumps(spec, indent=2) + "\n")
         sched = d / "schedule.csv"
-        subprocess.run([sys.executable, "-m", "workloads.schedule", "--load", str(run.load),
-                        "--capacity-mbps", str(cfg["topology"]["bottleneck_mbps"]), "--duration", str(cfg["duration_s"]),
-                        "--seed", str(experiment.schedule_seed(cfg, run)), "--sizes", experiment.sizes_arg(cfg["sizes"]),
-                        "--reverse-load", str(cfg["reverse_load"]), "--topology", cfg["scenario"], "--out", str(sched)],
-                       cwd=REPO, check=True, stdout=subprocess.DEVNULL)
+        subprocess.run([sys.executable, "-m", "workloads.schedule", *experiment.schedule_args(cfg, run),
+                        "--out", str(sched)], cwd=REPO, check=True, stdout=subprocess.DEVNULL)
         rc = subprocess.run([sys.executable, "-m", "orchestrate.run_step",
                              "--testbed", json.dumps(cfg["testbed"]), "--spec", str(d / "run.json"),
                              "--schedule", str(sched), "--run-dir", str(run_dir), "--attempts", "1"], cwd=REPO).returncode
@@ -122,6 +119,11 @@ def main(argv=None) -> int:
         base = experiment.load(a.base)
     except experiment.ConfigError as e:
         print(f"capacity: {e}", file=sys.stderr)
+        return 2
+    if base.get("sections") or base.get("bottlenecks") or isinstance(base["sizes"], list) or len(base.get("cc", [0])) > 1:
+        print(f"capacity: {a.base} has several sections, bottlenecks, size distributions or congestion controls; "
+              f"the ramp varies the arrival rate of one scenario. Fix: give a --base config with one of each "
+              f"(config/quick.yaml).", file=sys.stderr)
         return 2
     rates = [float(x) for x in a.rates.split(",")]
     mbps = base["topology"]["bottleneck_mbps"]

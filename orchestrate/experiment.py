@@ -10,7 +10,7 @@ import json
 import os
 import shlex
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import jsonschema
@@ -65,22 +65,47 @@ class ConfigError(ValueError):
 
 @dataclass(frozen=True)
 class Run:
+    """One run of the matrix: a value of every axis. Two sections that name the same run make it once."""
     config_name: str
     scenario: str
     aqm: str
     load: float
     iw: int
     replication: int
+    bottleneck_mbps: float
+    buffer_pkts: int
+    sizes: tuple          # the size distribution's (key, value) pairs, sorted
+    profile: str
+    cc: str
+    # where the run's other settings come from (cfg["matrix"]): not part of what the run is
+    section: str = field(default="", compare=False)
+    bottleneck: int = field(default=0, compare=False)
+
+    @property
+    def size_tag(self) -> str:
+        s = dict(self.sizes)
+        return f"{SIZE_TAGS[s['distribution']]}{s.get('mean_pkts', ''):g}" if "mean_pkts" in s \
+            else SIZE_TAGS[s["distribution"]]
+
+    @property
+    def cell(self) -> str:
+        """Every axis but AQM, load, IW and replication: the part of the run id that names the scenario."""
+        return (f"{self.scenario}-{self.bottleneck_mbps:g}M-buf{self.buffer_pkts}-{self.size_tag}"
+                f"-{self.profile}-{self.cc}")
+
+    @property
+    def run_id(self) -> str:
+        return f"{self.cell}_{self.aqm}_load{self.load:.2f}_iw{self.iw}_rep{self.replication}"
 
     @property
     def schedule_id(self) -> str:
-        # The schedule does not depend on the AQM or the initial window: every AQM (and IW) of a
-        # comparison replays the same flows, so flows can be paired (Delta_i, F10).
-        return f"load{self.load:.2f}_rep{self.replication}"
+        # The schedule depends on what offers the load (scenario, bottleneck rate, sizes), not on the AQM,
+        # buffer, IW or congestion control: every AQM (and buffer, IW, cc) of a comparison replays the same
+        # flows, so flows can be paired (Delta_i, F10; the buffer sweep of F9).
+        return f"{self.scenario}-{self.bottleneck_mbps:g}M-{self.size_tag}_load{self.load:.2f}_rep{self.replication}"
 
-    def run_id(self, bottleneck_mbps: float) -> str:
-        return (f"{self.scenario}-{bottleneck_mbps:g}M_{self.aqm}_load{self.load:.2f}"
-                f"_iw{self.iw}_rep{self.replication}")
+
+SIZE_TAGS = {"pareto": "pareto", "lomax": "lomax", "bounded_pareto": "bpareto", "exponential": "exp"}
 
 
 def load_aqms(path: Path = AQMS_PATH) -> dict:
@@ -89,6 +114,11 @@ def load_aqms(path: Path = AQMS_PATH) -> dict:
 
 
 def _schema_error_message(source: str, err: jsonschema.ValidationError) -> str:
+    if err.validator in ("oneOf", "anyOf") and err.context:
+        # sizes is one distribution or a list of them: say what is wrong with the form the value has
+        # (the branch that only says "not a list" / "not a mapping" is the form it does not have)
+        same = [e for e in err.context if not (e.validator == "type" and not e.relative_path)]
+        err = jsonschema.exceptions.best_match(same) if same else err
     where = "/".join(str(p) for p in err.absolute_path) or "(top level)"
     if err.validator == "additionalProperties":
         allowed = sorted(err.schema.get("properties", {}))
@@ -104,13 +134,14 @@ def _schema_error_message(source: str, err: jsonschema.ValidationError) -> str:
 
 
 def validate(config: dict, source: str = "config", warn=None) -> dict:
-    """Validate a config dict; return it with defaults filled in and cfg["pool"] (expand_pool) added.
-    Raises ConfigError. warn(msg) gets what is allowed but unwise (default: printed to stderr)."""
+    """Validate a config dict; return it with defaults filled in, cfg["matrix"] (each section resolved:
+    every key given, the axes as lists) and cfg["pool"] (expand_pool) added. Raises ConfigError.
+    warn(msg) gets what is allowed but unwise (default: printed to stderr)."""
     warn = _warn if warn is None else warn
     if not isinstance(config, dict):
         raise ConfigError(f"{source}: expected a YAML mapping at the top, got {type(config).__name__}.")
     # what validate derives is not a config key: a validated config (capacity.py edits one) validates again
-    config = {k: v for k, v in config.items() if k != "pool"}
+    config = {k: v for k, v in config.items() if k not in DERIVED_KEYS}
     if isinstance(config.get("testbed"), dict):
         config["testbed"] = {k: v for k, v in config["testbed"].items() if k != "p4"}
     with open(SCHEMA_PATH) as f:
@@ -123,25 +154,25 @@ def validate(config: dict, source: str = "config", warn=None) -> dict:
     cfg = json.loads(json.dumps(config))  # deep copy
     for k, v in DEFAULTS.items():
         cfg.setdefault(k, v)
-    for k, v in TOPOLOGY_DEFAULTS.items():
-        cfg["topology"].setdefault(k, v)
-    cfg["fidelity"] = dict(FIDELITY_DEFAULTS, **cfg.get("fidelity", {}))
-    cfg["topology"].setdefault("reverse_buffer_pkts", cfg["topology"]["buffer_pkts"])
-
     problems = []
+    sections = cfg.get("sections") or [{"name": cfg["name"]}]
+    names = [s["name"] for s in sections]
+    for n in sorted({n for n in names if names.count(n) > 1}):
+        problems.append(f"{source}: two sections are named {n!r}. Fix: give each section its own name.")
+    matrix = [_resolve_section(cfg, sec, f"{source}: sections/{i} ({sec['name']})" if cfg.get("sections")
+                               else source, problems) for i, sec in enumerate(sections)]
+
     known = load_aqms()
-    for i, name in enumerate(cfg["aqms"]):
-        if name not in known:
-            problems.append(f"{source}: aqms/{i}: {name!r} is not a known AQM. Fix: use one of "
-                            f"{', '.join(sorted(known))}, or add an entry to config/aqms.yaml.")
-    p4_names = [n for n in cfg["aqms"] if n in known and known[n]["forward"]["kind"] == "p4"]
+    p4_names = set()
+    for sec in matrix:
+        for i, name in enumerate(sec["aqms"]):
+            if name not in known:
+                problems.append(f"{sec['where']}: aqms/{i}: {name!r} is not a known AQM. Fix: use one of "
+                                f"{', '.join(sorted(known))}, or add an entry to config/aqms.yaml.")
+            elif known[name]["forward"]["kind"] == "p4":
+                p4_names.add(name)
+                problems += _p4_problems(sec, name, known[name])
     if p4_names:
-        from p4 import control as p4control   # the P4 entries' arguments, checked before any run
-        for name in p4_names:
-            try:
-                p4control.parse_args(_aqm_args(known[name]["forward"]["args"], cfg["topology"]))
-            except p4control.P4ConfigError as e:
-                problems.append(f"{source}: aqm {name!r} (config/aqms.yaml): {e}")
         # derived, not a config key: orchestrate.testbeds provisions the P4 toolchain only when it is needed
         cfg["testbed"]["p4"] = True
         if cfg["testbed"]["kind"] == "local-vm" and not p4_tarball():
@@ -150,24 +181,120 @@ def validate(config: dict, source: str = "config", warn=None) -> dict:
                 f"p4lang's toolchain. Fix: build BMv2 and p4c into a prefix /opt/p4lang elsewhere, tar it "
                 f"(tar czf p4lang.tar.gz /opt/p4lang) and set FAVORLAB_P4_TARBALL to it, or put it at "
                 f"{P4_TARBALL_DEFAULT} (p4/README.md, 'Toolchain').")
-    if cfg["warmup_s"] >= cfg["duration_s"]:
-        problems.append(f"{source}: warmup_s ({cfg['warmup_s']}) must be below duration_s "
-                        f"({cfg['duration_s']}). Fix: lower warmup_s or raise duration_s.")
-    sizes = cfg["sizes"]
-    need = {"pareto": ["shape", "mean_pkts"], "lomax": ["shape", "mean_pkts"],
-            "bounded_pareto": ["shape", "mean_pkts", "max_pkts"], "exponential": ["mean_pkts"]}
-    for key in need[sizes["distribution"]]:
-        if key not in sizes:
-            problems.append(f"{source}: sizes: distribution {sizes['distribution']!r} needs {key!r}. "
-                            f"Fix: add sizes.{key}.")
     tb = cfg["testbed"]
     if tb["kind"] == "local-vm":
         tb.setdefault("vm_name", "favorlab")
     problems += _pool_problems(tb, source)
     if problems:
         raise ConfigError("\n".join(problems))
+    cfg["matrix"] = matrix
+    problems = _collisions(cfg)
+    if problems:
+        raise ConfigError("\n".join(problems))
     cfg["pool"] = expand_pool(tb, _testbed_defaults(schema), source, warn=warn)
     return cfg
+
+
+# ------------------------------------------------------------------ sections and their axes
+
+# keys a section may give; the others (name, seed, testbed, attempts, workload_impl) are the pipeline's
+SECTION_KEYS = ("scenario", "topology", "bottlenecks", "aqms", "loads", "reverse_load", "iw", "tcp_profile", "cc",
+                "replications", "duration_s", "warmup_s", "drain_s", "sizes", "capture", "trace_favor", "fidelity")
+# what validate adds to a config; a config that holds them (a validated one, edited) validates again
+DERIVED_KEYS = ("pool", "matrix")
+BOTTLENECK_KEYS = ("bottleneck_mbps", "buffer_pkts", "reverse_buffer_pkts", "access_mbps")
+# Linux's congestion controls (net/ipv4/tcp_*.c): reno and cubic are built in, the others are modules the
+# kernel loads when the runner sets net.ipv4.tcp_congestion_control (Debian 12's kernel has them all)
+KNOWN_CC = ("reno", "cubic", "bbr", "bic", "cdg", "dctcp", "highspeed", "htcp", "hybla", "illinois", "lp", "nv",
+            "scalable", "vegas", "veno", "westwood", "yeah")
+SIZE_NEEDS = {"pareto": ["shape", "mean_pkts"], "lomax": ["shape", "mean_pkts"],
+              "bounded_pareto": ["shape", "mean_pkts", "max_pkts"], "exponential": ["mean_pkts"]}
+
+
+def _resolve_section(cfg: dict, sec: dict, where: str, problems: list) -> dict:
+    """A section with every key given (its own, else the config's) and its axes as lists: bottlenecks
+    (complete topology overrides), sizes, cc. Problems are appended, not raised, so all are told at once."""
+    r = {k: json.loads(json.dumps(sec.get(k, cfg.get(k)))) for k in SECTION_KEYS
+         if k not in ("topology", "bottlenecks", "sizes", "cc", "capture", "fidelity")}
+    r.update(name=sec["name"], where=where, figures=sec.get("figures", []))
+    r["capture"] = dict(DEFAULTS["capture"], **cfg.get("capture", {}), **sec.get("capture", {}))
+    r["fidelity"] = dict(FIDELITY_DEFAULTS, **cfg.get("fidelity", {}), **sec.get("fidelity", {}))
+    topo = dict(TOPOLOGY_DEFAULTS, **cfg["topology"], **sec.get("topology", {}))
+    for level, name in ((sec, "section"), (cfg, "config")):
+        if "bottlenecks" in level and any(k in level.get("topology", {}) for k in ("bottleneck_mbps", "buffer_pkts")):
+            problems.append(f"{where}: this {name} gives both topology.bottleneck_mbps/buffer_pkts and bottlenecks. "
+                            f"Fix: keep one: bottlenecks is the axis, the topology's pair is one value of it.")
+    if "bottlenecks" in sec:
+        entries = sec["bottlenecks"]
+    elif any(k in sec.get("topology", {}) for k in ("bottleneck_mbps", "buffer_pkts")) or "bottlenecks" not in cfg:
+        pair = {k: topo[k] for k in BOTTLENECK_KEYS if k in topo}
+        if "bottleneck_mbps" not in pair or "buffer_pkts" not in pair:
+            problems.append(f"{where}: no bottleneck: topology needs bottleneck_mbps and buffer_pkts, or give "
+                            f"bottlenecks. Fix: add topology.bottleneck_mbps and topology.buffer_pkts, or "
+                            f"bottlenecks: [{{bottleneck_mbps: 10, buffer_pkts: 8}}].")
+            pair = {}
+        entries = [pair] if pair else []
+    else:
+        entries = cfg["bottlenecks"]
+    r["bottlenecks"] = []
+    for i, e in enumerate(entries):
+        b = dict(e)
+        b.setdefault("reverse_buffer_pkts", b["buffer_pkts"])
+        b.setdefault("access_mbps", topo.get("access_mbps"))
+        if b["access_mbps"] is None:
+            problems.append(f"{where}: bottleneck {i}: no access_mbps. Fix: add topology.access_mbps, or "
+                            f"access_mbps to that bottleneck.")
+        r["bottlenecks"].append(b)
+    r["topology"] = {k: v for k, v in topo.items() if k not in BOTTLENECK_KEYS}
+    sizes = sec.get("sizes", cfg["sizes"])
+    r["sizes"] = [dict(s) for s in (sizes if isinstance(sizes, list) else [sizes])]
+    for s in r["sizes"]:
+        for key in SIZE_NEEDS[s["distribution"]]:
+            if key not in s:
+                problems.append(f"{where}: sizes: distribution {s['distribution']!r} needs {key!r}. "
+                                f"Fix: add sizes.{key}.")
+    r["cc"] = list(sec.get("cc", cfg.get("cc", [TCP_PROFILES[r["tcp_profile"]]["congestion_control"]])))
+    for c in r["cc"]:
+        if c not in KNOWN_CC:
+            problems.append(f"{where}: cc {c!r} is not a Linux congestion control. Fix: use one of "
+                            f"{', '.join(KNOWN_CC)}.")
+    if r["warmup_s"] >= r["duration_s"]:
+        problems.append(f"{where}: warmup_s ({r['warmup_s']}) must be below duration_s "
+                        f"({r['duration_s']}). Fix: lower warmup_s or raise duration_s.")
+    return r
+
+
+def _p4_problems(sec: dict, name: str, entry: dict) -> list[str]:
+    """A P4 entry's arguments, checked with every bottleneck of the section before any run."""
+    from p4 import control as p4control
+    out = []
+    for b in sec["bottlenecks"]:
+        try:
+            p4control.parse_args(_aqm_args(entry["forward"]["args"], dict(sec["topology"], **b)))
+        except p4control.P4ConfigError as e:
+            out.append(f"{sec['where']}: aqm {name!r} (config/aqms.yaml): {e}")
+    return out
+
+
+def _collisions(cfg: dict) -> list[str]:
+    """Two sections may name the same run (it is made once) only with the same settings, and runs that
+    share a schedule must agree on what makes it."""
+    out, specs, scheds = [], {}, {}
+    for run in _all_runs(cfg):
+        spec = run_spec(cfg, run)
+        sched = schedule_params(cfg, run)
+        for table, key, value in ((specs, run.run_id, spec), (scheds, run.schedule_id, sched)):
+            if key not in table:
+                table[key] = (value, run.section)
+                continue
+            first, where = table[key]
+            diff = sorted(k for k in set(first) | set(value) if first.get(k) != value.get(k))
+            if diff:
+                what = "run" if table is specs else "schedule"
+                out.append(f"{cfg['name']}: sections {where!r} and {run.section!r} both make the {what} {key} "
+                           f"with different {', '.join(diff)}. Fix: give them the same {', '.join(diff)}, or "
+                           f"make them differ in an axis (bottleneck, buffer, sizes, cc, IW, load).")
+    return sorted(set(out))
 
 
 # ------------------------------------------------------------------ the testbed pool
@@ -309,16 +436,62 @@ def load(path: str | Path, warn=None) -> dict:
     return validate(raw, str(path), warn=warn)
 
 
+def _all_runs(cfg: dict) -> list[Run]:
+    """Every section's runs, a run named by two sections twice (each with its section)."""
+    out = []
+    for sec in cfg["matrix"]:
+        for bi, b in enumerate(sec["bottlenecks"]):
+            for sizes in sec["sizes"]:
+                for cc in sec["cc"]:
+                    out += [Run(cfg["name"], sec["scenario"], aqm, float(load), int(iw), rep,
+                                float(b["bottleneck_mbps"]), int(b["buffer_pkts"]), tuple(sorted(sizes.items())),
+                                sec["tcp_profile"], cc, section=sec["name"], bottleneck=bi)
+                            for load in sec["loads"] for iw in sec["iw"] for rep in range(sec["replications"])
+                            for aqm in sec["aqms"]]
+    return out
+
+
 def runs(cfg: dict) -> list[Run]:
-    return [Run(cfg["name"], cfg["scenario"], aqm, float(load), int(iw), rep)
-            for load in cfg["loads"] for iw in cfg["iw"] for rep in range(cfg["replications"])
-            for aqm in cfg["aqms"]]
+    """The config's runs, each once (the first section that names it gives its settings: validate has
+    checked that the others agree)."""
+    seen, out = set(), []
+    for r in _all_runs(cfg):
+        if r not in seen:
+            seen.add(r)
+            out.append(r)
+    return out
+
+
+def section_of(cfg: dict, run: Run) -> dict:
+    return next(s for s in cfg["matrix"] if s["name"] == run.section)
+
+
+def run_topology(cfg: dict, run: Run) -> dict:
+    """The run's topology: the section's, with the run's bottleneck."""
+    sec = section_of(cfg, run)
+    return dict(sec["topology"], **sec["bottlenecks"][run.bottleneck])
 
 
 def schedule_seed(cfg: dict, run: Run) -> int:
     """A seed per (load, replication), derived from the config's seed: stable and independent of AQM/IW."""
     h = hashlib.sha256(f"{cfg['seed']}|{run.load:.4f}|{run.replication}".encode()).digest()
     return int.from_bytes(h[:4], "big")
+
+
+def schedule_params(cfg: dict, run: Run) -> dict:
+    """What `python -m workloads.schedule` makes the run's schedule from (schedule_args)."""
+    sec = section_of(cfg, run)
+    return {"load": run.load, "capacity_mbps": run.bottleneck_mbps, "duration": sec["duration_s"],
+            "seed": schedule_seed(cfg, run), "sizes": sizes_arg(dict(run.sizes)),
+            "reverse_load": sec["reverse_load"], "topology": run.scenario}
+
+
+def schedule_args(cfg: dict, run: Run) -> list[str]:
+    """The command-line arguments of `python -m workloads.schedule` for the run's schedule (without --out)."""
+    p = schedule_params(cfg, run)
+    return ["--load", str(p["load"]), "--capacity-mbps", f"{p['capacity_mbps']:g}", "--duration", f"{p['duration']:g}",
+            "--seed", str(p["seed"]), "--sizes", p["sizes"], "--reverse-load", f"{p['reverse_load']:g}",
+            "--topology", p["topology"]]
 
 
 def _aqm_args(args: list, topo: dict) -> list[str]:
@@ -336,27 +509,28 @@ def aqm_setup(name: str, topo: dict) -> dict:
 
 def run_spec(cfg: dict, run: Run) -> dict:
     """The resolved run.json of docs/contracts.md for one run."""
-    topo = dict(cfg["topology"], kind=cfg["scenario"])
+    sec = section_of(cfg, run)
+    topo = dict(run_topology(cfg, run), kind=run.scenario)
     return {
-        "run_id": run.run_id(topo["bottleneck_mbps"]),
+        "run_id": run.run_id,
         "config_name": cfg["name"],
-        "scenario": cfg["scenario"],
+        "scenario": run.scenario,
         "topology": topo,
         "aqm": aqm_setup(run.aqm, topo),
-        "tcp": dict(TCP_PROFILES[cfg["tcp_profile"]], profile=cfg["tcp_profile"], iw=run.iw),
+        "tcp": dict(TCP_PROFILES[run.profile], profile=run.profile, congestion_control=run.cc, iw=run.iw),
         "load": run.load,
-        "reverse_load": cfg["reverse_load"],
+        "reverse_load": sec["reverse_load"],
         "replication": run.replication,
         "seed": schedule_seed(cfg, run),
-        "duration_s": cfg["duration_s"],
-        "warmup_s": cfg["warmup_s"],
-        "drain_s": cfg["drain_s"],
+        "duration_s": sec["duration_s"],
+        "warmup_s": sec["warmup_s"],
+        "drain_s": sec["drain_s"],
         "schedule": "schedule.csv",
-        "sizes": cfg["sizes"],
-        "capture": {"snaplen": cfg["capture"]["snaplen"], "points": ["senders", "bneck-in", "bneck-out"]},
-        "trace_favor": bool(cfg["trace_favor"]),
+        "sizes": dict(run.sizes),
+        "capture": {"snaplen": sec["capture"]["snaplen"], "points": ["senders", "bneck-in", "bneck-out"]},
+        "trace_favor": bool(sec["trace_favor"]),
         "workload_impl": cfg["workload_impl"],
-        "fidelity": cfg["fidelity"],
+        "fidelity": sec["fidelity"],
     }
 
 
@@ -385,8 +559,8 @@ def main(argv=None) -> int:
             print(str(e), file=sys.stderr)
             return 2
         sizes = sorted({c["pool"]["size"], 1, 10, 50})
-        _, lines = plan.project(len(runs(c)), c["duration_s"], c["drain_s"], c["testbed"]["kind"], sizes,
-                                REPO / "results")
+        traffic = [(lambda sec: sec["duration_s"] + sec["drain_s"])(section_of(c, r)) for r in runs(c)]
+        _, lines = plan.project(traffic, c["testbed"]["kind"], sizes, REPO / "results")
         print("\n".join(lines) + f"\nplan: this config's pool: {c['pool']['size']} testbed(s)")
         return 0
     if argv[:1] == ["pool-size"] and len(argv) == 2:
@@ -406,7 +580,7 @@ def main(argv=None) -> int:
         print(str(e), file=sys.stderr)
         return 2
     for r in runs(c):
-        print(r.run_id(c["topology"]["bottleneck_mbps"]))
+        print(r.run_id)
     return 0
 
 

@@ -7,7 +7,8 @@ drain; the median of those overheads over the runs already made on the same kind
 mean number of attempts per run, give the projection:
 
     per run  = (duration_s + drain_s + overhead) * attempts per run
-    wall     = ceil(runs / testbeds) * per run
+    wall     = the runs dealt to the testbeds, longest first, each to the least busy one
+               (ceil(runs / testbeds) * per run when every run is as long)
 
 It counts the runs only: the testbeds' set-up (a fresh machine builds the guest image and provisions
 it, about 8 min here; a real host's Ansible play) and the analysis come on top. Local guests share this
@@ -46,9 +47,9 @@ def measured(results_root: Path, kind: str) -> dict:
     return {"overheads": overheads, "attempts": attempts}
 
 
-def project(n_runs: int, duration_s: float, drain_s: float, kind: str, testbeds: list[int],
-            results_root: Path) -> tuple[dict, list[str]]:
-    """(numbers, lines to print): per-run cost and the wall time with each number of testbeds."""
+def project(traffic_s: list[float], kind: str, testbeds: list[int], results_root: Path) -> tuple[dict, list[str]]:
+    """(numbers, lines to print): per-run cost and the wall time with each number of testbeds.
+    traffic_s: duration_s + drain_s of each run of the pipeline."""
     m = measured(results_root, kind)
     if m["overheads"]:
         overhead = statistics.median(m["overheads"])
@@ -61,14 +62,27 @@ def project(n_runs: int, duration_s: float, drain_s: float, kind: str, testbeds:
     else:
         overhead, tries = None, 1.0
         basis = f"no run on a {kind} testbed here yet: overhead unknown, traffic time only"
-    per_run = (duration_s + drain_s + (overhead or 0.0)) * tries
-    walls = {n: math.ceil(n_runs / n) * per_run for n in testbeds}
-    lines = [f"plan: {n_runs} runs of {duration_s:g} s traffic + {drain_s:g} s drain; overhead per attempt "
+    costs = [(t + (overhead or 0.0)) * tries for t in traffic_s]
+    walls = {n: _deal(costs, n) for n in testbeds}
+    lo, hi = (min(traffic_s), max(traffic_s)) if traffic_s else (0.0, 0.0)
+    span = f"{lo:g} s" if lo == hi else f"{lo:g} to {hi:g} s"
+    per_run = statistics.fmean(costs) if costs else 0.0
+    lines = [f"plan: {len(traffic_s)} runs of {span} traffic and drain; overhead per attempt "
              + (f"{overhead:.0f} s" if overhead is not None else "unknown") + f" ({basis}); "
-             f"{tries:.2f} attempts per run: {per_run / 60:.1f} min per run",
+             f"{tries:.2f} attempts per run: {per_run / 60:.1f} min per run" + ("" if lo == hi else " on average"),
              "plan: projected wall time of the runs (set-up and analysis not included): "
              + ", ".join(f"{n} testbed{'s' if n > 1 else ''} {fmt(w)}" for n, w in walls.items())]
     return {"per_run_s": per_run, "overhead_s": overhead, "attempts_per_run": tries, "wall_s": walls}, lines
+
+
+def _deal(costs: list[float], n: int) -> float:
+    """Wall time of runs dealt longest first, each to the testbed that frees up first (how a pool of n
+    leases them, give or take the order Snakemake picks)."""
+    busy = [0.0] * max(1, n)
+    for c in sorted(costs, reverse=True):
+        i = busy.index(min(busy))
+        busy[i] += c
+    return max(busy)
 
 
 def fmt(seconds: float) -> str:

@@ -75,7 +75,7 @@ def test_run_spec_maps_aqm_names_to_qdiscs():
     assert spec["aqm"]["forward"] == {"kind": "favor", "args": ["limit", "8"]}
     assert spec["aqm"]["reverse"] == {"kind": "pfifo", "args": ["limit", "8"]}
     assert spec["tcp"]["iw"] == 2 and spec["tcp"]["sack"] is False and spec["tcp"]["initial_rto_ms"] == 3000
-    assert spec["run_id"] == "dumbbell-10M_favor_load0.75_iw2_rep0"
+    assert spec["run_id"] == "dumbbell-10M-buf8-pareto30-paper-reno_favor_load0.75_iw2_rep0"
 
 
 def test_snakemake_rejects_bad_config_before_any_job(tmp_path):
@@ -144,3 +144,98 @@ def test_a_validated_config_validates_again_unchanged():
     cfg = experiment.load(REPO / "config" / "quick.yaml")
     again = experiment.validate(cfg, "again")
     assert again == cfg
+
+
+# ------------------------------------------------------------------ matrix axes and sections
+
+
+def test_every_axis_is_in_the_run_id_and_the_spec():
+    """Bottleneck pairs, size distributions and congestion controls multiply the matrix; each run's id and
+    run.json name its values (the scenario key of every table is made from run.json)."""
+    c = dict(smoke(), loads=[0.5], aqms=["droptail", "favor"],
+             bottlenecks=[{"bottleneck_mbps": 10, "buffer_pkts": 8},
+                          {"bottleneck_mbps": 100, "buffer_pkts": 83, "access_mbps": 1000}],
+             sizes=[{"distribution": "pareto", "shape": 1.3, "mean_pkts": m} for m in (10, 30)],
+             cc=["reno", "cubic"])
+    c["topology"] = {k: v for k, v in c["topology"].items() if k not in ("bottleneck_mbps", "buffer_pkts",
+                                                                           "reverse_buffer_pkts")}
+    cfg = experiment.validate(c)
+    runs = experiment.runs(cfg)
+    assert len(runs) == 2 * 2 * 2 * 2 and len({r.run_id for r in runs}) == 16
+    specs = {r.run_id: experiment.run_spec(cfg, r) for r in runs}
+    s = specs["dumbbell-100M-buf83-pareto10-paper-cubic_favor_load0.50_iw2_rep0"]
+    assert s["topology"]["bottleneck_mbps"] == 100 and s["topology"]["buffer_pkts"] == 83
+    assert s["topology"]["reverse_buffer_pkts"] == 83 and s["topology"]["access_mbps"] == 1000
+    assert s["aqm"]["forward"]["args"] == ["limit", "83"]
+    assert s["tcp"]["congestion_control"] == "cubic" and s["tcp"]["profile"] == "paper"
+    assert s["sizes"] == {"distribution": "pareto", "shape": 1.3, "mean_pkts": 10}
+    s10 = specs["dumbbell-10M-buf8-pareto30-paper-reno_droptail_load0.50_iw2_rep0"]
+    assert s10["topology"]["access_mbps"] == 100 and s10["topology"]["reverse_buffer_pkts"] == 8
+    # a schedule per (bottleneck rate, sizes): shared by the AQMs and congestion controls, not across rates
+    assert len({r.schedule_id for r in runs}) == 4
+    args = experiment.schedule_args(cfg, next(r for r in runs if r.bottleneck_mbps == 100 and dict(r.sizes)["mean_pkts"] == 10))
+    assert args[args.index("--capacity-mbps") + 1] == "100" and "mean_pkts=10" in args[args.index("--sizes") + 1]
+
+
+def test_buffer_sweep_replays_one_schedule_at_every_buffer():
+    """F9: DropTail vs FaQ at each buffer size on the same flows, so the sweep compares like with like."""
+    c = dict(smoke(), bottlenecks=[{"bottleneck_mbps": 10, "buffer_pkts": b} for b in (8, 16, 32)])
+    for k in ("bottleneck_mbps", "buffer_pkts", "reverse_buffer_pkts"):
+        c["topology"].pop(k, None)
+    runs = experiment.runs(experiment.validate(c))
+    assert {r.buffer_pkts for r in runs} == {8, 16, 32}
+    assert len({r.schedule_id for r in runs}) == len(c["loads"]) * c["replications"]
+
+
+def test_sections_are_a_union_of_matrices_and_a_shared_run_is_made_once():
+    c = dict(smoke(), loads=[0.25], aqms=["droptail", "favor"], sections=[
+        {"name": "table1", "loads": [0.25, 0.85]},
+        {"name": "iw", "iw": [2, 10], "figures": ["F27"]},
+        {"name": "sizes", "sizes": [{"distribution": "exponential", "mean_pkts": 6}], "tcp_profile": "linux"},
+    ])
+    cfg = experiment.validate(c)
+    runs = experiment.runs(cfg)
+    ids = [r.run_id for r in runs]
+    assert len(ids) == len(set(ids))
+    # table1: 2 loads x 2 AQMs; iw: its IW 2 runs at load 0.25 are table1's; sizes: 2 more
+    assert len(runs) == 4 + 2 + 2
+    assert {r.section for r in runs if r.iw == 2 and r.size_tag == "pareto30" and r.load == 0.25} == {"table1"}
+    lin = [r for r in runs if r.section == "sizes"]
+    assert {r.cell for r in lin} == {"dumbbell-10M-buf8-exp6-linux-cubic"}
+    spec = experiment.run_spec(cfg, lin[0])
+    assert spec["tcp"]["sack"] is True and spec["sizes"] == {"distribution": "exponential", "mean_pkts": 6}
+
+
+@pytest.mark.parametrize("mutate, words", [
+    (lambda c: c.update(sections=[{"name": "a"}, {"name": "a"}]), ["two sections are named 'a'"]),
+    (lambda c: c.update(sections=[{"name": "a", "duration_s": 40}, {"name": "b", "duration_s": 50}]),
+     ["sections 'a' and 'b' both make the run", "duration_s"]),
+    (lambda c: c.update(sections=[{"name": "a"}, {"name": "b", "reverse_load": 0.2, "aqms": ["favor"],
+                                                  "bottlenecks": [{"bottleneck_mbps": 10, "buffer_pkts": 16}]}]),
+     ["both make the schedule", "reverse_load"]),
+    (lambda c: c.update(bottlenecks=[{"bottleneck_mbps": 10, "buffer_pkts": 8}]),
+     ["both topology.bottleneck_mbps/buffer_pkts and bottlenecks"]),
+    (lambda c: c.update(bottlenecks=[{"bottleneck_mbps": 10}]), ["'buffer_pkts' is a required property", "bottlenecks/0"]),
+    (lambda c: c.update(cc=["renoo"]), ["cc 'renoo' is not a Linux congestion control", "cubic"]),
+    (lambda c: c.update(sections=[{"name": "x", "loads": [0.5], "warmup_s": 99}]),
+     ["sections/0 (x)", "warmup_s (99) must be below duration_s"]),
+    (lambda c: c.update(sections=[{"name": "x", "aqms": ["favr"]}]), ["sections/0 (x)", "'favr' is not a known AQM"]),
+    (lambda c: c.update(sections=[{"name": "x", "seed": 3}]), ["unknown key 'seed'", "sections/0"]),
+    (lambda c: [c["topology"].pop(k) for k in ("bottleneck_mbps", "buffer_pkts")], ["no bottleneck"]),
+])
+def test_bad_axes_and_sections_name_the_problem_and_the_fix(mutate, words):
+    cfg = smoke()
+    mutate(cfg)
+    with pytest.raises(experiment.ConfigError) as e:
+        experiment.validate(cfg, "my.yaml")
+    msg = str(e.value)
+    assert "Fix:" in msg
+    for w in words:
+        assert w in msg, msg
+
+
+def test_a_validated_config_validates_again_unchanged():
+    """capacity.py edits a validated config and validates it again: what validate derives is not a key."""
+    cfg = experiment.load(REPO / "config" / "quick.yaml")
+    again = experiment.validate(cfg)
+    assert [r.run_id for r in experiment.runs(again)] == [r.run_id for r in experiment.runs(cfg)]

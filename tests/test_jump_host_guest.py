@@ -28,7 +28,7 @@ FAVORVM = REPO / "testbed" / "vm" / "favorvm"
 VM = "favorlab-jump"
 NAME = "smoke-jump"
 JUMP_ALIAS = "favorlab-jump-bastion"
-RUN_ID = "dumbbell-10M_droptail_load0.75_iw2_rep0"
+RUN_ID = "dumbbell-10M-buf8-pareto30-paper-reno_droptail_load0.75_iw2_rep0"
 
 
 def vm(*args, check=True):

@@ -22,7 +22,7 @@ import yaml
 REPO = Path(__file__).resolve().parents[1]
 NAME = "smoke-ci"
 RESULTS = REPO / "results" / NAME
-FORCED_INVALID = "dumbbell-10M_favor_load0.75_iw2_rep0"
+FORCED_INVALID = "dumbbell-10M-buf8-pareto30-paper-reno_favor_load0.75_iw2_rep0"
 
 
 def guest_possible() -> str | None:

@@ -26,7 +26,7 @@ def test_overhead_is_the_median_beyond_traffic_and_attempts_count(tmp_path):
     (tmp_path / "quick" / "runs" / "broken" / "attempts.json").write_text("{not json")
     m = plan.measured(tmp_path, "local-vm")
     assert sorted(m["overheads"]) == [40, 45, 50, 60] and sorted(m["attempts"]) == [1, 1, 2]
-    nums, lines = plan.project(20, 70, 20, "local-vm", [1, 10, 50], tmp_path)
+    nums, lines = plan.project([90] * 20, "local-vm", [1, 10, 50], tmp_path)
     per_run = (90 + 47.5) * (4 / 3)
     assert nums["per_run_s"] == pytest.approx(per_run)
     assert nums["wall_s"] == {1: pytest.approx(20 * per_run), 10: pytest.approx(2 * per_run),
@@ -36,18 +36,25 @@ def test_overhead_is_the_median_beyond_traffic_and_attempts_count(tmp_path):
 
 
 def test_no_run_yet_says_so(tmp_path):
-    nums, lines = plan.project(2, 20, 10, "local-vm", [1], tmp_path)
+    nums, lines = plan.project([30, 30], "local-vm", [1], tmp_path)
     assert nums["overhead_s"] == plan.DEFAULT_OVERHEAD_S["local-vm"] and "no run on a local-vm testbed here yet" in lines[0]
-    nums, lines = plan.project(600, 500, 60, "ssh", [1, 50], tmp_path)
+    nums, lines = plan.project([560] * 600, "ssh", [1, 50], tmp_path)
     assert nums["overhead_s"] is None and "overhead unknown, traffic time only" in lines[0]
     assert nums["wall_s"][50] == 12 * 560 and "50 testbeds 1.9 h" in lines[1]
+
+
+def test_runs_of_different_lengths_are_dealt_longest_first(tmp_path):
+    """A config with sections mixes run lengths: the wall time is the busiest testbed's, not runs x mean."""
+    nums, lines = plan.project([1000, 100, 100, 100, 100], "ssh", [1, 2, 5], tmp_path)
+    assert nums["wall_s"] == {1: 1400, 2: 1000, 5: 1000}
+    assert "5 runs of 100 to 1000 s traffic and drain" in lines[0] and "on average" in lines[0]
 
 
 def test_experiment_plan_prints_the_config_and_its_pool():
     p = subprocess.run([sys.executable, "-m", "orchestrate.experiment", "plan",
                         str(REPO / "config" / "quick.yaml")], capture_output=True, text=True)
     assert p.returncode == 0, p.stderr
-    assert p.stdout.startswith("plan: 20 runs of 70 s traffic + 20 s drain")
+    assert p.stdout.startswith("plan: 20 runs of 90 s traffic and drain")
     assert "1 testbed " in p.stdout and "50 testbeds" in p.stdout and "this config's pool: 1" in p.stdout
     bad = subprocess.run([sys.executable, "-m", "orchestrate.experiment", "plan",
                           str(REPO / "config" / "nope.yaml")], capture_output=True, text=True)

@@ -15,14 +15,13 @@ except experiment.ConfigError as _e:
 
 NAME = CFG["name"]
 RESULTS = f"results/{NAME}"
-BNECK = CFG["topology"]["bottleneck_mbps"]
-RUNS = {r.run_id(BNECK): r for r in experiment.runs(CFG)}
+RUNS = {r.run_id: r for r in experiment.runs(CFG)}
 PY = sys.executable
 REPORT = f"{RESULTS}/report.html"
 
 wildcard_constraints:
     run_id="[A-Za-z0-9.-]+_[a-z0-9_-]+_load[0-9.]+_iw[0-9]+_rep[0-9]+",
-    sched="load[0-9.]+_rep[0-9]+",
+    sched="[A-Za-z0-9.-]+_load[0-9.]+_rep[0-9]+",
 
 
 def schedule_of(run_id):
