@@ -197,8 +197,13 @@ def validate(config: dict, source: str = "config", warn=None) -> dict:
 
 # ------------------------------------------------------------------ sections and their axes
 
+# A scenario is a topology and a kind of workload. web: the schedule's flows (Poisson arrivals, the config's
+# sizes); persistent: the same and long-lived iperf3 flows from persistent.start_s (paper Section 5.3).
+SCENARIOS = {"dumbbell": {"topology": "dumbbell", "workload": "web"},
+             "persistent": {"topology": "dumbbell", "workload": "persistent"}}
+PERSISTENT_DEFAULTS = {"flows": 50, "start_s": 40.0}
 # keys a section may give; the others (name, seed, testbed, attempts, workload_impl) are the pipeline's
-SECTION_KEYS = ("scenario", "topology", "bottlenecks", "aqms", "loads", "reverse_load", "iw", "tcp_profile", "cc",
+SECTION_KEYS = ("scenario", "persistent", "topology", "bottlenecks", "aqms", "loads", "reverse_load", "iw", "tcp_profile", "cc",
                 "replications", "duration_s", "warmup_s", "drain_s", "sizes", "capture", "trace_favor", "fidelity")
 # what validate adds to a config; a config that holds them (a validated one, edited) validates again
 DERIVED_KEYS = ("pool", "matrix")
@@ -215,7 +220,7 @@ def _resolve_section(cfg: dict, sec: dict, where: str, problems: list) -> dict:
     """A section with every key given (its own, else the config's) and its axes as lists: bottlenecks
     (complete topology overrides), sizes, cc. Problems are appended, not raised, so all are told at once."""
     r = {k: json.loads(json.dumps(sec.get(k, cfg.get(k)))) for k in SECTION_KEYS
-         if k not in ("topology", "bottlenecks", "sizes", "cc", "capture", "fidelity")}
+         if k not in ("topology", "bottlenecks", "sizes", "cc", "capture", "fidelity", "persistent")}
     r.update(name=sec["name"], where=where, figures=sec.get("figures", []))
     r["capture"] = dict(DEFAULTS["capture"], **cfg.get("capture", {}), **sec.get("capture", {}))
     r["fidelity"] = dict(FIDELITY_DEFAULTS, **cfg.get("fidelity", {}), **sec.get("fidelity", {}))
@@ -258,6 +263,16 @@ def _resolve_section(cfg: dict, sec: dict, where: str, problems: list) -> dict:
         if c not in KNOWN_CC:
             problems.append(f"{where}: cc {c!r} is not a Linux congestion control. Fix: use one of "
                             f"{', '.join(KNOWN_CC)}.")
+    r["workload"] = {"kind": SCENARIOS[r["scenario"]]["workload"]}
+    if r["workload"]["kind"] == "persistent":
+        r["workload"].update(PERSISTENT_DEFAULTS, **cfg.get("persistent", {}), **sec.get("persistent", {}))
+        if r["workload"]["start_s"] >= r["duration_s"]:
+            problems.append(f"{where}: persistent.start_s ({r['workload']['start_s']}) must be below duration_s "
+                            f"({r['duration_s']}): the persistent flows run from then to the end of the traffic. "
+                            f"Fix: lower persistent.start_s or raise duration_s.")
+    elif "persistent" in sec or ("persistent" in cfg and not cfg.get("sections")):
+        problems.append(f"{where}: persistent is for scenario 'persistent' (this is {r['scenario']!r}). "
+                        f"Fix: remove it, or set scenario: persistent.")
     if r["warmup_s"] >= r["duration_s"]:
         problems.append(f"{where}: warmup_s ({r['warmup_s']}) must be below duration_s "
                         f"({r['duration_s']}). Fix: lower warmup_s or raise duration_s.")
@@ -483,7 +498,7 @@ def schedule_params(cfg: dict, run: Run) -> dict:
     sec = section_of(cfg, run)
     return {"load": run.load, "capacity_mbps": run.bottleneck_mbps, "duration": sec["duration_s"],
             "seed": schedule_seed(cfg, run), "sizes": sizes_arg(dict(run.sizes)),
-            "reverse_load": sec["reverse_load"], "topology": run.scenario}
+            "reverse_load": sec["reverse_load"], "topology": SCENARIOS[run.scenario]["topology"]}
 
 
 def schedule_args(cfg: dict, run: Run) -> list[str]:
@@ -510,7 +525,7 @@ def aqm_setup(name: str, topo: dict) -> dict:
 def run_spec(cfg: dict, run: Run) -> dict:
     """The resolved run.json of docs/contracts.md for one run."""
     sec = section_of(cfg, run)
-    topo = dict(run_topology(cfg, run), kind=run.scenario)
+    topo = dict(run_topology(cfg, run), kind=SCENARIOS[run.scenario]["topology"])
     return {
         "run_id": run.run_id,
         "config_name": cfg["name"],
@@ -526,6 +541,7 @@ def run_spec(cfg: dict, run: Run) -> dict:
         "warmup_s": sec["warmup_s"],
         "drain_s": sec["drain_s"],
         "schedule": "schedule.csv",
+        "workload": sec["workload"],
         "sizes": dict(run.sizes),
         "capture": {"snaplen": sec["capture"]["snaplen"], "points": ["senders", "bneck-in", "bneck-out"]},
         "trace_favor": bool(sec["trace_favor"]),

@@ -239,3 +239,26 @@ def test_a_validated_config_validates_again_unchanged():
     cfg = experiment.load(REPO / "config" / "quick.yaml")
     again = experiment.validate(cfg)
     assert [r.run_id for r in experiment.runs(again)] == [r.run_id for r in experiment.runs(cfg)]
+
+
+def test_persistent_scenario_section():
+    """Section 5.3: short exponential flows at load 0.2 and 50 persistent flows from 40 s, on the dumbbell."""
+    c = dict(smoke(), sections=[{"name": "persistent", "scenario": "persistent", "loads": [0.2],
+                                 "sizes": {"distribution": "exponential", "mean_pkts": 6},
+                                 "duration_s": 120, "warmup_s": 60}])
+    cfg = experiment.validate(c)
+    run = experiment.runs(cfg)[0]
+    spec = experiment.run_spec(cfg, run)
+    assert run.run_id.startswith("persistent-10M-buf8-exp6-paper-reno_")
+    assert spec["workload"] == {"kind": "persistent", "flows": 50, "start_s": 40.0}
+    assert spec["topology"]["kind"] == "dumbbell" and spec["scenario"] == "persistent"
+    args = experiment.schedule_args(cfg, run)
+    assert args[args.index("--topology") + 1] == "dumbbell"
+    # the web scenario's spec says so too
+    plain = experiment.load(REPO / "config" / "quick.yaml")
+    assert experiment.run_spec(plain, experiment.runs(plain)[0])["workload"] == {"kind": "web"}
+    c["sections"][0]["persistent"] = {"start_s": 200}
+    with pytest.raises(experiment.ConfigError, match=r"persistent.start_s \(200\) must be below duration_s"):
+        experiment.validate(c)
+    with pytest.raises(experiment.ConfigError, match="persistent is for scenario 'persistent'"):
+        experiment.validate(dict(smoke(), persistent={"flows": 5}))

@@ -467,6 +467,7 @@ class Run:
         self.rto = None
         self.cgroup = None
         self.p4 = None
+        self.persistent = None
 
     def run(self) -> int:
         (self.dir / "DONE").unlink(missing_ok=True)
@@ -554,6 +555,8 @@ class Run:
                                stdout=(self.dir / "log" / f"client-{h}.out").open("w"), stderr=subprocess.STDOUT)
             self.procs[f"client-{h}"] = clients[h]
         self.log(f"clients started, t0 {t0:.3f}, stop at {stop_at:.3f}")
+        if s.get("workload", {}).get("kind") == "persistent":
+            self.start_persistent(t0)
         # CPU samples from 3 s before t0 as with the former fixed lead: a longer idle lead must not dilute them
         time.sleep(max(0.0, t0 - 3.0 - time.time()))
         cpu.start()
@@ -565,6 +568,8 @@ class Run:
                 self.reasons.append(f"client on {h} did not end by stop-at + 30 s")
             if rc:
                 self.reasons.append(f"client on {h} exited with {rc} (see log/client-{h}.out)")
+        if self.persistent is not None:
+            self.stop_persistent(stop_at)
         cpu.halt.set()
         cpu.join()
         self.checks.update(cpu.check())
@@ -640,6 +645,55 @@ class Run:
                 cwd=REPO, cgroup=self.cgroup_path(),
                 stdout=(self.dir / "log" / f"server-{h}.out").open("w"), stderr=subprocess.STDOUT)
         self.log("servers started")
+
+    def start_persistent(self, t0: float):
+        """Section 5.3's long-lived flows (workloads.persistent: iperf3 groups over the nine paths), from
+        t0 + start_s to the end of the traffic. Each client waits in a shell of its sender's namespace, so
+        it starts on time without a thread of the runner having to wake then; the flows are the run's
+        cgroup's, so they have the same TCP (initial RTO) as the short flows."""
+        from workloads import persistent
+        w = self.spec["workload"]
+        ips = {h: v["ip"] for h, v in self.hostsj["hosts"].items()}
+        groups = persistent.persistent_plan(ips, self.spec["duration_s"], int(w["flows"]), float(w["start_s"]))
+        d = self.dir / "persistent"
+        d.mkdir(exist_ok=True)
+        self.write_json("persistent/plan.json", {"flows": w["flows"], "start_s": w["start_s"], "t0_unix": t0,
+                                                 "groups": [vars(g) for g in groups]})
+        self.persistent = groups
+        for g in groups:
+            self.procs[f"iperf3s-{g.dst}-{g.port}"] = popen(
+                g.server, self.net.get(g.dst), cgroup=self.cgroup_path(),
+                stdout=(self.dir / "log" / f"iperf3-server-{g.dst}-{g.port}.json").open("w"), stderr=subprocess.STDOUT)
+        time.sleep(0.5)
+        for g in groups:
+            wait = max(0.0, t0 + g.start_s - time.time())
+            self.procs[f"iperf3c-{g.src}-{g.dst}"] = popen(
+                ["sh", "-c", f'sleep {wait:.3f} && exec "$@"', "sh", *g.client], self.net.get(g.src),
+                cgroup=self.cgroup_path(), stdout=(d / f"iperf3-{g.src}-{g.dst}.json").open("w"),
+                stderr=(self.dir / "log" / f"iperf3-{g.src}-{g.dst}.err").open("w"))
+        self.log(f"persistent flows: {w['flows']} in {len(groups)} iperf3 groups, from t0 + {w['start_s']:g} s")
+
+    def stop_persistent(self, stop_at: float):
+        """Wait for the iperf3 clients (they end with the traffic), then check every stream reported."""
+        from workloads import persistent
+        streams, problems = 0, []
+        for g in self.persistent:
+            p = self.procs.pop(f"iperf3c-{g.src}-{g.dst}")
+            try:
+                rc = p.wait(timeout=max(5.0, stop_at - time.time() + 30))
+            except subprocess.TimeoutExpired:
+                rc = stop(p)
+                problems.append(f"{g.src}-{g.dst} did not end")
+            try:
+                got = persistent.parse_iperf3_json((self.dir / "persistent" / f"iperf3-{g.src}-{g.dst}.json").read_text())
+                streams += sum(1 for st in got["streams"] if st["bytes"] > 0)
+            except (OSError, persistent.Iperf3Error) as e:
+                problems.append(f"{g.src}-{g.dst}: {e} (exit {rc})")
+        for k in [k for k in self.procs if k.startswith("iperf3s-")]:
+            stop(self.procs.pop(k))
+        n = int(self.spec["workload"]["flows"])
+        self.checks["persistent_flows"] = {"configured": n, "measured": streams if not problems else
+                                           f"{streams} streams; " + "; ".join(problems), "ok": streams == n}
 
     def stop_servers(self):
         for k in [k for k in self.procs if k.startswith("server-")]:

@@ -55,6 +55,16 @@ def validate(spec: dict) -> dict:
         raise SpecError(f"run.json: field tcp.initial_rto_ms={rto!r} is invalid: null or 200..120000 ms")
     if spec.get("workload_impl", "python") not in ("python", "go"):
         raise SpecError(f"run.json: field workload_impl={spec['workload_impl']!r} is invalid: python or go")
+    w = spec.get("workload", {"kind": "web"})
+    if not isinstance(w, dict) or w.get("kind") not in ("web", "persistent"):
+        raise SpecError(f"run.json: field workload={w!r} is invalid: {{kind: web}} or {{kind: persistent, "
+                        f"flows: N, start_s: S}}")
+    if w["kind"] == "persistent":
+        if not (isinstance(w.get("flows"), int) and w["flows"] >= 1):
+            raise SpecError(f"run.json: field workload.flows={w.get('flows')!r} is invalid: persistent flows, 1 or more")
+        if not (_num(w.get("start_s")) and 0 <= w["start_s"] < spec["duration_s"]):
+            raise SpecError(f"run.json: field workload.start_s={w.get('start_s')!r} is invalid: seconds after t0, "
+                            f"below duration_s")
     if spec["topology"].get("central_delay_ms", 0) != 0:
         raise SpecError("run.json: field topology.central_delay_ms must be 0 (a central delay is not "
                         "supported yet; put it into the access delays)")

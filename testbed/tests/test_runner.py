@@ -2,6 +2,7 @@
 import copy
 import json
 import os
+import re
 import struct
 import subprocess
 import sys
@@ -44,6 +45,16 @@ def test_validation_names_the_field(path, value):
     cur[last] = value
     with pytest.raises(specmod.SpecError, match=path.replace(".", r"\.")):
         specmod.validate(s)
+
+
+@pytest.mark.parametrize("workload, words", [
+    ({"kind": "bulk"}, "workload="), ({"kind": "persistent", "start_s": 5}, "workload.flows"),
+    ({"kind": "persistent", "flows": 10, "start_s": 20}, "workload.start_s"),
+])
+def test_workload_validation_names_the_field(workload, words):
+    with pytest.raises(specmod.SpecError, match=re.escape(words)):
+        specmod.validate(dict(copy.deepcopy(SPEC), workload=workload))
+    assert specmod.validate(dict(copy.deepcopy(SPEC), workload={"kind": "persistent", "flows": 3, "start_s": 5}))
 
 
 def test_missing_field_and_central_delay_named():
@@ -298,6 +309,39 @@ def test_short_real_run_end_to_end(guest, tmp_path):
     assert ssh.run("ls -d /sys/fs/cgroup/favorlab-run-* 2>/dev/null") != 0
     groups = {g["group"] for g in json.loads((run_dir / "cpu.json").read_text())["processes"]}
     assert {"workload client", "workload server"} <= groups, groups
+
+
+@pytest.mark.guest
+@pytest.mark.slow
+def test_persistent_flows_start_late_and_all_report(guest, tmp_path):
+    """Scenario persistent (paper Section 5.3): the iperf3 flows start start_s after t0, beside the
+    schedule's short flows, run to the end of the traffic, and every stream reports its throughput."""
+    from orchestrate import remote
+    from workloads import persistent
+    ssh, t = guest
+    spec = dict(copy.deepcopy(SPEC), run_id="persistent-10M_droptail_load0.2_iw2_rep0", scenario="persistent",
+                workload={"kind": "persistent", "flows": 10, "start_s": 6}, duration_s=16, drain_s=5)
+    (tmp_path / "run.json").write_text(json.dumps(spec))
+    sched = tmp_path / "schedule.csv"
+    _schedule(sched, 0.2, spec["duration_s"])
+    run_dir = tmp_path / "runs" / spec["run_id"]
+    remote.execute(ssh, run_dir, tmp_path / "run.json", sched)
+    fid = json.loads((run_dir / "fidelity.json").read_text())
+    assert fid["checks"]["persistent_flows"] == {"configured": 10, "measured": 10, "ok": True}, fid["checks"]
+    plan = json.loads((run_dir / "persistent" / "plan.json").read_text())
+    assert sum(g["streams"] for g in plan["groups"]) == 10 and len(plan["groups"]) == 9
+    total = 0.0
+    for g in plan["groups"]:
+        raw = json.loads((run_dir / "persistent" / f"iperf3-{g['src']}-{g['dst']}.json").read_text())
+        started = raw["start"]["timestamp"]["timesecs"] - plan["t0_unix"]
+        print(f"{g['src']}-{g['dst']}: {g['streams']} stream(s) from t0 + {started:.2f} s")
+        assert 5 <= started <= 8, started        # whole seconds in iperf3's timestamp
+        got = persistent.parse_iperf3_json(json.dumps(raw))
+        assert len(got["streams"]) == g["streams"] and all(st["bytes"] > 0 for st in got["streams"])
+        total += got["received_mbps"]
+    print(f"persistent flows: {total:.2f} Mb/s together")
+    assert 3 <= total <= 10.5       # they fill most of the 10 Mb/s bottleneck beside a 0.2 load of short flows
+    assert (run_dir / "flows" / "client-a1.csv").is_file()
 
 
 def _parse_rto(out: str):
