@@ -1,4 +1,4 @@
-"""Run directory -> tidy tables (flows.csv, run.csv, packets.csv.gz).
+"""Run directory -> tidy tables (flows.csv, run.csv, persistent.csv, packets.csv.gz).
 
     python -m analysis.extract --run RUNDIR --out TABLEDIR
 
@@ -366,6 +366,12 @@ def extract(rundir, outdir, write_packets=True):
         if fn.startswith("sender-") and fn.endswith(".pcap"):
             caps[fn[7:-5]] = group_connections(read_pcap(os.path.join(pdir, fn)))
     keys = {k for conns in caps.values() for k in conns}
+    # the persistent flows' iperf3 connections (scenario persistent) are not the schedule's flows: their
+    # throughput comes from iperf3's own report (persistent.csv), and they stay out of flows.csv
+    servers = persistent_servers(rundir)
+    n_keys = len(keys)
+    keys = {k for k in keys if (k[2], k[3]) not in servers and (k[0], k[1]) not in servers}
+    persistent_conns = n_keys - len(keys)
     flows = [flow_row(k, caps, sched, profile, mss, window) for k in sorted(keys, key=str)]
     joined = {f["flow_id"] for f in flows}
     flows += [unseen_row(s, window) for flow_id, s in sched.items() if flow_id not in joined]
@@ -430,8 +436,52 @@ def extract(rundir, outdir, write_packets=True):
                 w.writerow([f"{p.t:.6f}", "" if t_out is None else f"{t_out:.6f}",
                             "" if t_out is None else f"{t_out - p.t:.6f}", p.src, p.sport, p.dst, p.dport,
                             p.seq, p.ipid, p.plen, int(t_out is None)])
+    pers = persistent_rows(rundir, spec)
+    run.update(persistent_conns=persistent_conns, persistent_streams=len(pers),
+               persistent_share_pct_mean=round(sum(r["share_pct"] for r in pers) / len(pers), 4) if pers else "")
+    write_csv(os.path.join(outdir, "persistent.csv"), pers, PERSISTENT_COLS)
     write_csv(os.path.join(outdir, "run.csv"), [run], list(run))
     return flows, run
+
+
+PERSISTENT_COLS = ["run_id", "src", "dst", "path_rtt_ms", "stream", "start_s", "seconds", "bytes", "mbps",
+                   "share_pct", "retransmits"]
+
+
+def persistent_servers(rundir):
+    """(ip, port) of every iperf3 server of the run's persistent flows (persistent/plan.json), or none."""
+    plan = load_json(os.path.join(rundir, "persistent", "plan.json"), {}) or {}
+    hosts = (load_json(os.path.join(rundir, "hosts.json"), {}) or {}).get("hosts", {})
+    return {(hosts[g["dst"]]["ip"], int(g["port"])) for g in plan.get("groups", []) if g["dst"] in hosts}
+
+
+def persistent_rows(rundir, spec):
+    """One row per persistent flow (an iperf3 stream): what it carried from its start to the end of the
+    traffic, as iperf3's sender reports it, and its share of the bottleneck in percent (the paper's F16
+    unit: 50 flows on 10 Mb/s have about 1.8 % each). A group whose report is missing or broken gives no
+    rows; the run's persistent_flows check has already made such a run invalid."""
+    plan = load_json(os.path.join(rundir, "persistent", "plan.json"), {}) or {}
+    paths = (load_json(os.path.join(rundir, "hosts.json"), {}) or {}).get("paths_rtt_ms", {})
+    mbps = float(spec.get("topology", {}).get("bottleneck_mbps") or 0)
+    rows = []
+    for g in plan.get("groups", []):
+        try:
+            raw = load_json(os.path.join(rundir, "persistent", f"iperf3-{g['src']}-{g['dst']}.json"))
+        except ValueError:       # an iperf3 cut off mid-report
+            raw = None
+        if not isinstance(raw, dict) or "end" not in raw:
+            continue
+        t = (raw.get("start", {}).get("timestamp", {}) or {}).get("timesecs")
+        for i, st in enumerate(raw["end"].get("streams", [])):
+            snd = st.get("sender") or {}
+            rate = snd.get("bits_per_second", 0) / 1e6
+            rows.append(dict(run_id=spec.get("run_id", ""), src=g["src"], dst=g["dst"],
+                             path_rtt_ms=paths.get(f"{g['src']}-{g['dst']}", ""), stream=i,
+                             start_s=round(t - plan["t0_unix"], 3) if t is not None and "t0_unix" in plan else "",
+                             seconds=snd.get("seconds", ""), bytes=snd.get("bytes", ""), mbps=round(rate, 6),
+                             share_pct=round(100 * rate / mbps, 4) if mbps else "",
+                             retransmits=snd.get("retransmits", "")))
+    return rows
 
 
 FLOW_COLS = ["run_id", "flow_id", "src", "dst", "direction", "src_ip", "sport", "dst_ip", "dport", "start_s",
@@ -553,7 +603,9 @@ def run_row(spec, fid, flows, nst, rundir, window, fav_unaligned, bneck):
     if not bneck:
         row["ours_syn_drops_bneck"] = ""
     row["fav_unaligned_flows"] = fav_unaligned
-    row.update(steady_state(flows, run_t0(rundir, flows), window))
+    t0 = run_t0(rundir, flows)
+    row["t0_unix"] = t0
+    row.update(steady_state(flows, t0, window))
     for k in NSTAT_KEYS:
         row["nstat_" + k] = nst[k] if nst is not None else ""
     for f in flows:

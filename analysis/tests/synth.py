@@ -35,13 +35,14 @@ class Flow:
         self.run, self.fid, self.sport, self.nseg, self.isn = run, fid, sport, nseg, isn
         self.ipid = 100
         self.s, self.r = HOSTS["a1"], HOSTS["b1"]
+        self.dport = 5001       # the flow server's port; an iperf3 server's for a persistent flow
 
     def _send(self, t, flags, seq, ack, payload, lost=False, at_bneck=True, verdict=None, pushes_out=None):
         """verdict: the favor trace's enqueue verdict (Run(trace=True)); default standard, or
         drop_standard for a lost packet. pushes_out: the flow whose queued packet this arrival pushes out
         (its pushout_victim event comes first, as sch_favor emits them)."""
         self.ipid += 1
-        f = _frame(self.s, self.r, self.sport, 5001, flags, seq, ack, payload, self.ipid)
+        f = _frame(self.s, self.r, self.sport, self.dport, flags, seq, ack, payload, self.ipid)
         self.run.add("sender-a1", t, f)
         if at_bneck:
             self.run.add("bneck-in", t + D / 2, f)
@@ -55,10 +56,10 @@ class Flow:
             self.run.add("sender-b1", t + D, f)
 
     def event(self, t, verdict):
-        self.run.favor.append((f"{t:.6f}", "rl-eth1", verdict, self.s, self.r, self.sport, 5001, 6, 0))
+        self.run.favor.append((f"{t:.6f}", "rl-eth1", verdict, self.s, self.r, self.sport, self.dport, 6, 0))
 
     def _recv(self, t, flags, seq, ack, lost=False, sack=()):
-        f = _frame(self.r, self.s, 5001, self.sport, flags, seq, ack, b"", 7, sack)
+        f = _frame(self.r, self.s, self.dport, self.sport, flags, seq, ack, b"", 7, sack)
         self.run.add("sender-b1", t, f)
         if not lost:
             self.run.add("sender-a1", t + D, f)

@@ -1,4 +1,5 @@
 import csv
+import json
 import os
 import shutil
 import subprocess
@@ -291,3 +292,38 @@ def test_report_recovery_table_shows_other_rec(tables):
     run = tables[3]
     assert run["ours_other_rec"] == "0"
     assert "<th>ours_other_rec</th>" in report.nstat_section([run])
+
+
+def test_persistent_flows_come_from_iperf3_and_stay_out_of_flows(tmp_path):
+    """Scenario persistent: the iperf3 connections are not schedule flows (no flow id, no latency); each
+    stream's throughput comes from iperf3's report, as a share of the bottleneck (F16's percent)."""
+    run = synth.Run(str(tmp_path / "r"))
+    synth.clean(run.flow(0, 42000, 2, 2.0), 2.0)
+    bulk = synth.Flow(run, 99, 42001, 20)
+    bulk.dport = 5201
+    synth.clean(bulk, 3.0)
+    d = run.write()
+    os.makedirs(os.path.join(d, "persistent"))
+    json.dump({"hosts": {"a1": {"ip": synth.HOSTS["a1"]}, "b1": {"ip": synth.HOSTS["b1"]}},
+               "paths_rtt_ms": {"a1-b1": 4}}, open(os.path.join(d, "hosts.json"), "w"))
+    json.dump({"flows": 2, "start_s": 3, "t0_unix": 1000.0,
+               "groups": [{"src": "a1", "dst": "b1", "streams": 2, "port": 5201, "start_s": 3}]},
+              open(os.path.join(d, "persistent", "plan.json"), "w"))
+    streams = [{"sender": {"bytes": 2_000_000, "seconds": 10.0, "bits_per_second": 1.6e6, "retransmits": 3}},
+               {"sender": {"bytes": 2_500_000, "seconds": 10.0, "bits_per_second": 2.0e6, "retransmits": 1}}]
+    json.dump({"start": {"timestamp": {"timesecs": 1003}}, "end": {"streams": streams}},
+              open(os.path.join(d, "persistent", "iperf3-a1-b1.json"), "w"))
+    flows, row = ex.extract(d, str(tmp_path / "t"), False)
+    assert [f["flow_id"] for f in flows] == [0]
+    assert row["persistent_conns"] == 1 and row["persistent_streams"] == 2
+    assert row["persistent_share_pct_mean"] == pytest.approx(18.0)
+    with open(tmp_path / "t" / "persistent.csv") as f:
+        rows = list(csv.DictReader(f))
+    assert [(r["stream"], r["share_pct"], r["start_s"], r["path_rtt_ms"]) for r in rows] == \
+        [("0", "16.0", "3.0", "4"), ("1", "20.0", "3.0", "4")]
+    # a web run has the table too, with its header only
+    web = synth.Run(str(tmp_path / "w"))
+    synth.clean(web.flow(0, 42000, 2, 2.0), 2.0)
+    _, row = ex.extract(web.write(), str(tmp_path / "t2"), False)
+    assert (tmp_path / "t2" / "persistent.csv").read_text().strip() == ",".join(ex.PERSISTENT_COLS)
+    assert row["persistent_conns"] == 0 and row["persistent_share_pct_mean"] == ""

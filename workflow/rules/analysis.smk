@@ -7,6 +7,8 @@ rule extract:
     output:
         flows=f"{RESULTS}/tables/{{run_id}}/flows.csv",
         run=f"{RESULTS}/tables/{{run_id}}/run.csv",
+        persistent=f"{RESULTS}/tables/{{run_id}}/persistent.csv",
+        packets=f"{RESULTS}/tables/{{run_id}}/packets.csv.gz",
     log:
         f"{RESULTS}/logs/extract-{{run_id}}.log",
     shell:
