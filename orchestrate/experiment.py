@@ -510,8 +510,15 @@ def schedule_args(cfg: dict, run: Run) -> list[str]:
 
 
 def _aqm_args(args: list, topo: dict) -> list[str]:
+    """An entry's tc arguments with the fields of config/aqms.yaml filled in from the run's topology."""
     b = topo["buffer_pkts"]
-    fields = dict(topo, buffer_pkts_third=max(1, b // 3), buffer_pkts_two_thirds=max(2, (2 * b) // 3))
+    mtu = topo.get("mtu", TOPOLOGY_DEFAULTS["mtu"])
+    third, two_thirds = max(1, b // 3), max(2, (2 * b) // 3)
+    fields = dict(topo, buffer_pkts_third=third, buffer_pkts_two_thirds=two_thirds, buffer_bytes=b * mtu,
+                  buffer_bytes_third=third * mtu, buffer_bytes_two_thirds=two_thirds * mtu,
+                  # tc-red(8): burst = (min + min + max) / (3 * avpkt), in packets, at least 1
+                  red_burst=max(1, -(-(2 * third + two_thirds) // 3)),
+                  sfb_target=max(1, (4 * b) // 5))
     return [str(a).format(**fields) for a in args]
 
 

@@ -3,6 +3,7 @@ import copy
 import json
 import os
 import re
+import shlex
 import struct
 import subprocess
 import sys
@@ -342,6 +343,51 @@ def test_persistent_flows_start_late_and_all_report(guest, tmp_path):
     print(f"persistent flows: {total:.2f} Mb/s together")
     assert 3 <= total <= 10.5       # they fill most of the 10 Mb/s bottleneck beside a 0.2 load of short flows
     assert (run_dir / "flows" / "client-a1.csv").is_file()
+
+
+# AQMs whose traffic test is elsewhere: sch_favor's in the qdisc package's guest suite (qdisc/tests/test_guest.py)
+# and the smoke pipeline, the P4 programs' on BMv2 (p4/tests)
+AQMS_TESTED_ELSEWHERE = {"favor", "favourtail", "p4-favorqueue", "p4-droptail"}
+
+
+def _linux_aqms() -> dict:
+    from orchestrate import experiment
+    topo = dict(SPEC["topology"])
+    return {n: experiment.aqm_setup(n, topo)["forward"] for n in experiment.load_aqms()
+            if n not in AQMS_TESTED_ELSEWHERE}
+
+
+def test_every_aqm_has_a_traffic_test():
+    """A new entry in config/aqms.yaml is put through traffic in the guest (test_linux_aqms_carry_traffic)
+    unless its own suite does it."""
+    from orchestrate import experiment
+    assert set(_linux_aqms()) | AQMS_TESTED_ELSEWHERE == set(experiment.load_aqms())
+    assert {"droptail", "choke", "red", "sfb", "pie", "codel", "fq_codel", "cake", "sfq", "fq"} <= set(_linux_aqms())
+
+
+@pytest.mark.guest
+def test_linux_aqms_carry_traffic(guest):
+    """Each AQM entry with the arguments derived from the Table 1 topology (8-packet buffer, 10 Mb/s): tc
+    accepts them under the htb rate limit, TCP traffic goes through the AQM (its counters move) at the
+    bottleneck's rate, and what it dropped or marked is in its statistics."""
+    ssh, t = guest
+    entries = [dict(v, name=n) for n, v in _linux_aqms().items()]
+    out = ssh.capture(f"python3 /opt/favorlab/testbed/tests/aqm_probe.py /opt/favorlab "
+                      f"{shlex.quote(json.dumps(entries))}", timeout=60 * len(entries) + 60)
+    assert out.returncode == 0, out.stdout[-2000:] + out.stderr[-2000:]
+    got = json.loads(out.stdout.strip().splitlines()[-1])
+    for e in entries:
+        r = got[e["name"]]
+        assert r["error"] is None, (e["name"], r["error"])
+        leaf = [q for q in r["qdisc"] if q.get("kind") == e["kind"]]
+        assert leaf, (e["name"], r["qdisc"])
+        q = leaf[0]
+        print(f"{e['name']:9s} {' '.join(e['args']):90s} {r['received_mbps']:.2f} Mb/s, {q['packets']} pkts, "
+              f"{q['drops']} drops, backlog {q.get('backlog')} B")
+        # 4 s of 4 TCP streams at 10 Mb/s: about 3300 full-size packets through the leaf
+        assert q["packets"] > 2000, (e["name"], q)
+        assert 8.0 <= r["received_mbps"] <= 10.5, (e["name"], r["received_mbps"])
+        assert "drops" in q and "overlimits" in q
 
 
 def _parse_rto(out: str):
