@@ -111,12 +111,13 @@ def stop(p: subprocess.Popen, sig=signal.SIGTERM, wait=10.0) -> int | None:
 # ---------------------------------------------------------------- TCP profile
 
 def tcp_sysctls(tcp: dict) -> dict:
-    """The per-netns sysctls of run.json "tcp" (linux profile: kernel defaults except no metrics cache)."""
-    s = {"net.ipv4.tcp_no_metrics_save": 1}  # no cached ssthresh/RTT between flows of one host pair
+    """The per-netns sysctls of run.json "tcp" (linux profile: kernel defaults except no metrics cache and
+    the congestion control, which is an axis of the matrix for both profiles)."""
+    s = {"net.ipv4.tcp_no_metrics_save": 1,   # no cached ssthresh/RTT between flows of one host pair
+         "net.ipv4.tcp_congestion_control": tcp["congestion_control"]}
     if tcp["profile"] == "linux":
         return s
     s.update({
-        "net.ipv4.tcp_congestion_control": tcp["congestion_control"],
         "net.ipv4.tcp_sack": int(bool(tcp.get("sack"))),
         "net.ipv4.tcp_timestamps": int(bool(tcp.get("timestamps"))),
         "net.ipv4.tcp_early_retrans": 3 if tcp.get("tlp") else 0,   # 0 = no TLP
@@ -133,7 +134,11 @@ def route_opts(tcp: dict) -> list[str]:
     return opts
 
 
-def apply_tcp(net, tcp: dict, hosts: dict, log) -> None:
+def apply_tcp(net, tcp: dict, hosts: dict, log) -> dict:
+    """Set the profile in every host's namespace and read it back (as Flent's metadata does): returns the
+    tcp_applied check, which fails when a host's value is not what run.json asked (a congestion control
+    the kernel could not load, say)."""
+    applied, wrong = {}, []
     for h, info in hosts.items():
         node = net.get(h)
         for k, v in tcp_sysctls(tcp).items():
@@ -144,7 +149,13 @@ def apply_tcp(net, tcp: dict, hosts: dict, log) -> None:
              "src", info["ip"], *route_opts(tcp)], node, check=True)
         out(["ip", "route", "change", "default", "via", info["gw"], "dev", intf, *route_opts(tcp)],
             node, check=True)
+        keys = list(tcp_sysctls(tcp)) + ["net.ipv4.tcp_available_congestion_control"]
+        got = dict(zip(keys, out(["sysctl", "-n", *keys], node, check=True).splitlines()))
+        applied[h] = got
+        wrong += [f"{h} {k}={got.get(k)!r}" for k, v in tcp_sysctls(tcp).items() if str(got.get(k, "")).strip() != str(v)]
     log(f"tcp profile {tcp['profile']}: {tcp_sysctls(tcp)} routes {' '.join(route_opts(tcp))}")
+    return {"tcp_applied": {"configured": tcp_sysctls(tcp), "measured": applied if not wrong else "; ".join(wrong),
+                            "ok": not wrong}}
 
 
 # ---------------------------------------------------------------- measurements
@@ -505,7 +516,7 @@ class Run:
             self.p4 = self.net.get(dumbbell.P4_SWITCH).p4
             self.manifest["p4"] = p4_manifest(self.p4, s["topology"]["bottleneck_mbps"])
             self.log(f"P4 bottleneck: {self.manifest['p4']}")
-        apply_tcp(self.net, s["tcp"], self.hostsj["hosts"], self.log)
+        self.checks.update(apply_tcp(self.net, s["tcp"], self.hostsj["hosts"], self.log))
         if s["tcp"].get("initial_rto_ms"):
             from testbed.runner.bpf import InitialRto
             self.cgroup = RunCgroup(f"favorlab-run-{os.getpid()}")

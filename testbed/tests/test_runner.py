@@ -89,7 +89,9 @@ def test_paper_profile_sysctls_and_routes():
 
 def test_linux_profile_keeps_kernel_defaults():
     tcp = dict(SPEC["tcp"], profile="linux", congestion_control="cubic", delayed_ack=True)
-    assert runmod.tcp_sysctls(tcp) == {"net.ipv4.tcp_no_metrics_save": 1}
+    assert runmod.tcp_sysctls(tcp) == {"net.ipv4.tcp_no_metrics_save": 1, "net.ipv4.tcp_congestion_control": "cubic"}
+    # the congestion control is an axis for both profiles
+    assert runmod.tcp_sysctls(dict(tcp, congestion_control="bbr"))["net.ipv4.tcp_congestion_control"] == "bbr"
     assert "quickack" not in runmod.route_opts(tcp)
 
 
@@ -322,6 +324,8 @@ def test_persistent_flows_start_late_and_all_report(guest, tmp_path):
     ssh, t = guest
     spec = dict(copy.deepcopy(SPEC), run_id="persistent-10M_droptail_load0.2_iw2_rep0", scenario="persistent",
                 workload={"kind": "persistent", "flows": 10, "start_s": 6}, duration_s=16, drain_s=5)
+    # and the congestion-control axis: cubic under the paper profile, applied in every host and read back
+    spec["tcp"]["congestion_control"] = "cubic"
     (tmp_path / "run.json").write_text(json.dumps(spec))
     sched = tmp_path / "schedule.csv"
     _schedule(sched, 0.2, spec["duration_s"])
@@ -329,6 +333,8 @@ def test_persistent_flows_start_late_and_all_report(guest, tmp_path):
     remote.execute(ssh, run_dir, tmp_path / "run.json", sched)
     fid = json.loads((run_dir / "fidelity.json").read_text())
     assert fid["checks"]["persistent_flows"] == {"configured": 10, "measured": 10, "ok": True}, fid["checks"]
+    applied = fid["checks"]["tcp_applied"]
+    assert applied["ok"] and {h["net.ipv4.tcp_congestion_control"] for h in applied["measured"].values()} == {"cubic"}
     plan = json.loads((run_dir / "persistent" / "plan.json").read_text())
     assert sum(g["streams"] for g in plan["groups"]) == 10 and len(plan["groups"]) == 9
     total = 0.0
@@ -339,6 +345,7 @@ def test_persistent_flows_start_late_and_all_report(guest, tmp_path):
         assert 5 <= started <= 8, started        # whole seconds in iperf3's timestamp
         got = persistent.parse_iperf3_json(json.dumps(raw))
         assert len(got["streams"]) == g["streams"] and all(st["bytes"] > 0 for st in got["streams"])
+        assert got["congestion"] == "cubic"
         total += got["received_mbps"]
     print(f"persistent flows: {total:.2f} Mb/s together")
     assert 3 <= total <= 10.5       # they fill most of the 10 Mb/s bottleneck beside a 0.2 load of short flows
