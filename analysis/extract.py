@@ -375,6 +375,10 @@ def extract(rundir, outdir, write_packets=True):
     flows = [flow_row(k, caps, sched, profile, mss, window) for k in sorted(keys, key=str)]
     joined = {f["flow_id"] for f in flows}
     flows += [unseen_row(s, window) for flow_id, s in sched.items() if flow_id not in joined]
+    # the path's configured RTT (hosts.json, as the runner built the topology): F5's RTT classes
+    paths = (load_json(os.path.join(rundir, "hosts.json"), {}) or {}).get("paths_rtt_ms", {})
+    for f in flows:
+        f["path_rtt_ms"] = paths.get(f"{f['src']}-{f['dst']}", paths.get(f"{f['dst']}-{f['src']}", ""))
     # 4-tuple -> (sorted SYN times, rows): splits a reused 4-tuple's bottleneck packets and trace events
     starts = defaultdict(list)
     for i, f in enumerate(flows):
@@ -488,7 +492,7 @@ FLOW_COLS = ["run_id", "flow_id", "src", "dst", "direction", "src_ip", "sport", 
              "size_bytes", "L", "syn_t", "done_t", "latency_s", "complete", "seen", "warmup", "in_window",
              "in_metrics", "syn_retrans", "syn_drops_bneck", "synack_retrans", "data_pkts", "R", "RTO", "rto_data",
              "FR", "TLP", "other_rec", "spurious", "goodput_bps", "bneck_in", "bneck_out", "drops", "data_drops",
-             "qdelay_mean_s"] + ["fav_" + v for v in VERDICTS] + ["fav_favored_data"]
+             "qdelay_mean_s"] + ["fav_" + v for v in VERDICTS] + ["fav_favored_data", "path_rtt_ms"]
 
 
 def measurement_window(spec, rundir):

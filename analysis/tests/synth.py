@@ -12,6 +12,7 @@ D = 0.05      # one-way delay sender capture -> receiver capture
 Q = 0.002     # queueing delay at the bottleneck
 E = 1e-5      # bneck-in capture -> the favor qdisc's enqueue (same router, same clock)
 HOSTS = {"a1": "10.0.1.1", "b1": "10.0.2.1"}
+PATH_RTT_MS = 4   # hosts.json's configured RTT of the path a1-b1 (2 * (0 + 2) ms, the paper's dumbbell)
 FORWARD_KIND = {"droptail": "pfifo", "favor": "favor"}  # config/aqms.yaml's forward qdisc of each AQM
 
 
@@ -108,7 +109,7 @@ class Run:
         self.scheduled(fid, nseg, start_s)
         return Flow(self, fid, sport, nseg)
 
-    def write(self, aqm="droptail", valid=True, load=0.5, rep=0, iw=2, buffer_pkts=8):
+    def write(self, aqm="droptail", valid=True, load=0.5, rep=0, iw=2, buffer_pkts=8, mean_pkts=30):
         os.makedirs(os.path.join(self.path, "pcap"), exist_ok=True)
         os.makedirs(os.path.join(self.path, "qdisc"), exist_ok=True)
         for k, v in self.caps.items():
@@ -126,8 +127,10 @@ class Run:
                 "aqm": {"name": aqm, "forward": {"kind": forward}},
                 "tcp": {"profile": self.profile, "iw": iw, "congestion_control": "reno"}, "load": load,
                 "replication": rep, "seed": 1, "duration_s": self.duration, "warmup_s": self.warmup, "drain_s": 20,
-                "sizes": {"distribution": "pareto", "shape": 1.3, "mean_pkts": 30}, "schedule": "schedule.csv"}
+                "sizes": {"distribution": "pareto", "shape": 1.3, "mean_pkts": mean_pkts}, "schedule": "schedule.csv"}
         json.dump(spec, open(os.path.join(self.path, "run.json"), "w"))
+        json.dump({"hosts": {h: {"ip": ip} for h, ip in HOSTS.items()}, "paths_rtt_ms": {"a1-b1": PATH_RTT_MS}},
+                  open(os.path.join(self.path, "hosts.json"), "w"))
         json.dump({"valid": valid, "reasons": [] if valid else ["rate off"], "checks": {}},
                   open(os.path.join(self.path, "fidelity.json"), "w"))
         json.dump({"kernel": "test"}, open(os.path.join(self.path, "manifest.json"), "w"))

@@ -183,6 +183,19 @@ def test_window_is_warmup_to_duration(window_run):
     assert [by[i]["in_metrics"] for i in range(7)] == [0, 1, 1, 0, 0, 0, 0]
 
 
+def test_flows_carry_their_paths_configured_rtt(window_run, tmp_path):
+    """F5's RTT class: every row, seen or not, forward or reverse (b1 -> a1 is the path a1-b1), has the RTT
+    hosts.json gives its path; a run without hosts.json leaves it empty rather than guessing."""
+    by, _ = window_run
+    assert [by[i]["path_rtt_ms"] for i in range(7)] == [synth.PATH_RTT_MS] * 7
+    run = synth.Run(str(tmp_path / "r"))
+    synth.clean(run.flow(0, 44000, 2, 2.0), 2.0)
+    d = run.write()
+    os.remove(os.path.join(d, "hosts.json"))
+    flows, _ = ex.extract(d, str(tmp_path / "t"), False)
+    assert [f["path_rtt_ms"] for f in flows] == [""]
+
+
 def test_run_reports_window_offer_and_unfinished_share(window_run):
     _, row = window_run
     # forward flows scheduled in [1, 20): 1 (2 segments), 2 (3), 4 (7, never started), 6 (4, cut)
