@@ -9,10 +9,11 @@ by_load <- function(t, metric) {
                 by = .(scen, aqm, load = num(load), replication)]
   per_run[, c(ci95(v), list(flows = sum(flows), runs = .N, realized_load = mean(realized))), by = .(scen, aqm, load)]
 }
-load_plot <- function(d, id, ylab, out, paper = NULL) {
+load_plot <- function(d, id, ylab, out, paper = NULL, facet = facet_scen(d), ours = faq_vs_dt(d, "load", "mean", "load", "loads"),
+                      w = 6, h = 4) {
   n <- n_note(d)
   p <- ggplot(d, aes(load, mean, colour = aqm)) + geom_line(na.rm = TRUE) + geom_point() +
-    geom_errorbar(aes(ymin = lo, ymax = hi), width = 0.02, na.rm = TRUE) + facet_scen(d) + aqm_scale() + n_labels(d, "load", "mean") +
+    geom_errorbar(aes(ymin = lo, ymax = hi), width = 0.02, na.rm = TRUE) + facet + aqm_scale() + n_labels(d, "load", "mean") +
     labs(x = "configured load (label: realized load)", y = ylab, title = fig_title(id),
          caption = paste0("flows that completed under every AQM of the schedule; bars: 95% CI over replications\n", n)) +
     theme_favorlab()
@@ -20,7 +21,7 @@ load_plot <- function(d, id, ylab, out, paper = NULL) {
     p <- p + geom_text(data = d[aqm == aqm[1]], aes(label = sprintf("%.2f", realized_load), y = -Inf), vjust = -0.5,
                        size = 2.5, colour = "grey40", na.rm = TRUE)
   if (!is.null(paper)) p <- p + paper
-  save_fig(p, out, id, data = d, caption = fig_caption(id, faq_vs_dt(d, "load", "mean", "load", "loads"), n))
+  save_fig(p, out, id, w = w, h = h, data = d, caption = fig_caption(id, ours, n))
 }
 fig_F3 <- function(t, out) { d <- by_load(t, latency_mean); if (is.null(d)) return(skip_fig("F3", "no flows")); load_plot(d, "F3", "mean latency (s)", out) }
 fig_F4 <- function(t, out) { d <- by_load(t, drop_ratio); if (is.null(d) || all(is.na(d$mean))) return(skip_fig("F4", "no bottleneck captures")); load_plot(d, "F4", "drop ratio", out) }

@@ -47,6 +47,18 @@ faq_vs_dt <- function(d, x, y, one, many, fmt = "%.3g") {
   miss <- nrow(w) - nrow(ok)
   paste0(s, if (miss) sprintf("; %d %s with too few flows under one of them", miss, many) else "", ".")
 }
+# What a figure on common_flows counts and what it leaves out of the window's flows, per AQM (censoring(),
+# verdict_lib.R): comparing like with like drops the flows one AQM did not finish, and the reader sees how many.
+common_note <- function(t, fl) {
+  w <- censoring(t)
+  w <- if (nrow(w)) w[scen %in% fl$scen, .(window = sum(flows)), by = aqm] else data.table(aqm = character(), window = integer())
+  k <- merge(fl[, .(kept = .N, runs = uniqueN(run_id)), by = aqm], w, by = "aqm", all.x = TRUE)[order(aqm)]
+  sprintf(paste("counted: the forward flows of the measurement window that completed under every AQM of their schedule,",
+                "%s; left out: %s window flows (unfinished under an AQM, or their schedule has an invalid run)"),
+          paste(sprintf("%s %d flows from %d %s", aqm_label(k$aqm), k$kept, k$runs, ifelse(k$runs == 1, "run", "runs")), collapse = ", "),
+          paste(sprintf("%s %s of %s", aqm_label(k$aqm), ifelse(is.na(k$window), "?", k$window - k$kept),
+                        ifelse(is.na(k$window), "?", k$window)), collapse = ", "))
+}
 # One value per AQM, named the paper's way: "DropTail 0.012, FaQ 0.009" (pct from verdict_lib.R for shares).
 per_aqm <- function(v, f = function(x) sprintf("%.3g", x)) paste(aqm_label(names(v)), f(v), collapse = ", ")
 

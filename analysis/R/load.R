@@ -59,6 +59,19 @@ metric_flows <- function(t) {
   f
 }
 
+# The workload the schedules offered (F6): every forward flow scheduled in the measurement window, finished
+# or not, once per schedule, though each AQM (buffer, IW, cc) of the schedule replays it. A schedule is
+# (scenario, rate, sizes, load, replication), as orchestrate names it; it counts when one of its runs is valid.
+SCHEDULE_COLS <- c("scenario", "bottleneck_mbps", "size_dist", "size_mean_pkts", "load", "replication")
+offered_flows <- function(t) {
+  f <- t$flows
+  if (!nrow(f) || !"in_window" %in% names(f)) return(data.table())
+  f <- f[valid == 1 & in_window == "1" & direction %in% c("forward", "")]
+  by <- intersect(SCHEDULE_COLS, names(f))
+  f[, schedule := do.call(paste, .SD), .SDcols = by]
+  unique(f, by = c("schedule", "flow_id"))
+}
+
 aqm_is_dt <- function(a) tolower(a) %in% c("droptail", "dt", "pfifo", "fifo", "p4-droptail")
 aqm_is_faq <- function(a) tolower(a) %in% c("favor", "favorqueue", "faq", "p4-favorqueue")
 # The dataplane an AQM runs on: DropTail and FaQ are paired within one (kernel qdiscs, or the P4 switch).

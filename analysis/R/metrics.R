@@ -94,3 +94,18 @@ length_class <- function(L) {
   lab <- c("1", "2", "3", "4-5", "6-10", "11-20", "21-50", "51-100", "101-200", "201-500", "501-1000", ">1000")
   cut(num(L), breaks = br, labels = lab)
 }
+
+# RTT class of a flow (F5): its path's configured RTT (flows.csv path_rtt_ms, from hosts.json), classes in
+# RTT order. Tables extracted before flows.csv carried it name the path by its hosts instead (a1-b2):
+# a guessed RTT would be worse than none.
+rtt_class <- function(fl) {
+  rtt <- if ("path_rtt_ms" %in% names(fl)) num(fl$path_rtt_ms) else rep(NA_real_, nrow(fl))
+  lab <- ifelse(is.na(rtt), paste(fl$src, fl$dst, sep = "-"), sprintf("RTT %g ms", rtt))
+  factor(lab, levels = unique(lab[order(is.na(rtt), rtt, lab)]))
+}
+
+# CCDF of flow sizes (F6): P(S >= s) at each size s present among L (packets).
+size_ccdf <- function(L) {
+  L <- sort(num(L)); s <- unique(L)
+  data.table(L = s, ccdf = 1 - (match(s, L) - 1) / length(L))
+}

@@ -25,6 +25,13 @@ save_fig <- function(p, out, name, w = 6, h = 4, data = p$data, caption = NULL) 
 }
 # One panel per scenario where a figure holds several (IW 2 and IW 10 must never share a curve).
 facet_scen <- function(d) if (length(unique(d$scen)) > 1) facet_wrap(~ scen, labeller = label_wrap_gen(40)) else NULL
+# One panel per value of `by` (an RTT class, a size distribution); with several scenarios in `rows`, one row
+# of panels per scenario, so no panel mixes two (a grid's panels are narrow: overlapping tick labels dropped).
+facet_scen_by <- function(d, by, rows = "scen", ncol = 3) {
+  if (uniqueN(d[[rows]]) > 1) list(facet_grid(reformulate(by, rows), labeller = label_wrap_gen(30)),
+                                   guides(x = guide_axis(check.overlap = TRUE)))
+  else facet_wrap(reformulate(by), ncol = ncol)
+}
 # A dashed horizontal line with the paper's value, when the paper gives one. Its label sits at the left edge:
 # -Inf, or 0 on a log x axis (log10(0) is the edge; log10(-Inf) is NaN and the label would be dropped).
 paper_line <- function(y, label, logx = FALSE) list(geom_hline(yintercept = y, linetype = "dashed", colour = "grey40"),

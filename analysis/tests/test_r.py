@@ -38,11 +38,17 @@ def test_figures_and_verdict_from_tables(results):
         assert (d / "figures" / f"{fig}.png").stat().st_size > 1000 and (d / "figures" / f"{fig}.pdf").exists()
     assert "dumbbell_favor_load0.5_rep1" in (d / "figures" / "invalid-runs.csv").read_text()
     # the figure index: every figure of the paper, drawn with its counts or not drawn with the reason
-    import csv as _csv
-    idx = {r["figure"]: r for r in _csv.DictReader(open(d / "figures" / "index.csv"))}
+    import csv
+    idx = {r["figure"]: r for r in csv.DictReader(open(d / "figures" / "index.csv"))}
     assert list(idx) == [f"F{i}" for i in range(2, 28) if i != 25]
     assert idx["F3"]["status"] == "drawn" and idx["F3"]["detail"].startswith("n = 5 flows from 1 run")
     assert idx["F9"]["status"] == "not drawn" and idx["F9"]["detail"] == "needs runs at several buffer sizes of one scenario"
+    # F5 on the common flows of replication 0 (FaQ's replication 1 is invalid), its path's RTT from hosts.json
+    assert idx["F5"]["status"] == "drawn" and idx["F5"]["detail"] == "n = 1-2 flows from 1 run per point and AQM"
+    assert {r["rtt"] for r in csv.DictReader(open(d / "figures" / "F5.csv"))} == {f"RTT {synth.PATH_RTT_MS} ms"}
+    # F6 offers every window flow of both schedules, finished or not (flow 6 is cut): each schedule once
+    assert idx["F6"]["status"] == "drawn" and idx["F6"]["detail"] == "n = 12 flows from 2 schedules per distribution"
+    assert idx["F7"]["status"] == "not drawn" and "one size distribution per scenario" in idx["F7"]["detail"]
     assert idx["F14"]["status"] == "not drawn" and "persistent-flows scenario" in idx["F14"]["detail"]
     assert idx["F23"]["status"] == "not drawn" and "load 0.25" in idx["F23"]["detail"]
     assert all(r["paper"] and r["title"] for r in idx.values())
@@ -117,6 +123,38 @@ def test_scenario_figures_appear_when_their_runs_exist(tmp_path):
     assert r.returncode == 0, r.stderr
     for fig in ["F9", "F13", "F27"]:
         assert (tmp_path / "f" / f"{fig}.png").exists(), r.stderr
+
+
+@need_r
+def test_size_distribution_figures_from_two_distributions(tmp_path):
+    """F5, F6 and F7 from extracted runs at two size distributions (run.json sizes.mean_pkts 10 and 30): F7 is
+    drawn once a scenario has two, F6 draws one CCDF per distribution, F5 keeps the two scenarios apart."""
+    import csv
+    for aqm in ["droptail", "favor"]:
+        for mean in [10, 30]:
+            rid = f"{aqm}_mean{mean}"
+            ex.extract(synth.standard_run(str(tmp_path / "runs" / rid)).write(aqm=aqm, mean_pkts=mean),
+                       str(tmp_path / "tables" / rid), False)
+    r = subprocess.run(["Rscript", "analysis/R/figures.R", "--tables", str(tmp_path / "tables"), "--out", str(tmp_path / "f")],
+                       cwd=ROOT, capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    idx = {x["figure"]: x for x in csv.DictReader(open(tmp_path / "f" / "index.csv"))}
+    assert {k: (idx[k]["status"], idx[k]["detail"]) for k in ("F5", "F6", "F7")} == {
+        "F5": ("drawn", "n = 1-2 flows from 1 run per point and AQM"),
+        "F6": ("drawn", "n = 6 flows from 1 schedule per distribution"),
+        "F7": ("drawn", "n = 5 flows from 1 run per point and AQM")}
+    # the six window flows of one schedule per distribution, sizes 3, 2, 2, 6, 1, 4 packets (flow 6 unfinished)
+    f6 = list(csv.DictReader(open(tmp_path / "f" / "F6.csv")))
+    for mean in ("10", "30"):
+        got = {int(x["L"]): float(x["ccdf"]) for x in f6 if x["mean_pkts"] == mean}
+        assert got == pytest.approx({1: 1, 2: 5 / 6, 3: 3 / 6, 4: 2 / 6, 6: 1 / 6})
+    f7 = list(csv.DictReader(open(tmp_path / "f" / "F7.csv")))
+    assert sorted((x["dist"], x["aqm_name"]) for x in f7) == [(f"pareto, mean {m} packets", a) for m in (10, 30)
+                                                               for a in ("DropTail", "FaQ")]
+    assert len({x["mean"] for x in f7}) == 1          # the same flows replayed: one mean latency everywhere
+    assert len({x["scen"] for x in csv.DictReader(open(tmp_path / "f" / "F5.csv"))}) == 2
+    for fig in ("F5", "F6", "F7"):
+        assert (tmp_path / "f" / f"{fig}.png").stat().st_size > 1000
 
 
 @need_r

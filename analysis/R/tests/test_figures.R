@@ -27,7 +27,7 @@ test_that("titles carry the paper's figure number and what it shows", {
 })
 
 test_that("legends and tables name the AQMs as the paper does; unknown keys stay themselves", {
-  expect_equal(aqm_label(c("favor", "droptail", "p4-favorqueue", "red")), c("FaQ", "DropTail", "FaQ (P4)", "red"))
+  expect_equal(aqm_label(c("favor", "droptail", "p4-favorqueue", "no-such-aqm")), c("FaQ", "DropTail", "FaQ (P4)", "no-such-aqm"))
   fig_F3(t, out)
   p <- ggplot_build(last_plot())
   expect_equal(p$plot$labels$title, "Fig. 3: mean latency vs load")
@@ -85,4 +85,106 @@ test_that("FaQ-only figures name FaQ and give the shortest and longest flows' va
   fig_F22(t, out)
   expect_match(readLines(file.path(out, "F22.caption.txt")), "Here: FaQ 0.25 for the shortest flows", fixed = TRUE)
   expect_equal(unique(fread(file.path(out, "F22.csv"))$aqm_name), "FaQ")
+})
+
+# Hand-written flows replayed by DropTail and FaQ in every run of one scenario (load x replication), with the
+# latency each AQM gave (NA: unfinished under it) plus the load; `scale` multiplies both AQMs' latencies.
+# Flows 1-6 on three paths of known RTT, 7 unfinished under both, 8 reverse, 9 in the warm-up.
+HAND_FLOWS <- data.table(flow_id = as.character(1:9),
+  src = c("a1", "a1", "a1", "a3", "a3", "a2", "a1", "b1", "a1"), dst = c("b1", "b1", "b1", "b3", "b3", "b2", "b1", "a1", "b1"),
+  path_rtt_ms = c(4, 4, 4, 200, 200, 98, 4, 4, 4), L = c(2, 2, 20, 2, 20, 2, 50, 3, 100),
+  dt = c(1, 2, 3, 4, 6, 1, NA, 1, 1), faq = c(0.5, 1.5, 3.5, 2, 5, NA, NA, 1, 1),
+  direction = c(rep("forward", 7), "reverse", "forward"), in_window = c(rep("1", 8), "0"))
+hand_raw <- function(loads = 0.5, reps = 0:1, mean = "30", iw = "2", scale = 1, flows = HAND_FLOWS) {
+  runs <- CJ(aqm = c("droptail", "favor"), load = loads, replication = reps)
+  runs[, `:=`(run_id = sprintf("%s_%g_%d_m%s_iw%s", aqm, load, replication, mean, iw), valid = 1L, realized_load = load,
+              profile = "paper", iw = iw, buffer_pkts = "8", bottleneck_mbps = "10", scenario = "dumbbell",
+              topology = "dumbbell", size_dist = "pareto", size_mean_pkts = mean, invalid_reasons = "")]
+  fl <- rbindlist(lapply(seq_len(nrow(runs)), function(i) cbind(runs[i, .(run_id, aqm, load)], flows)))
+  fl[, lat := scale * ifelse(aqm == "favor", faq, dt) + load]
+  fl[, `:=`(latency_s = ifelse(is.na(lat), "", as.character(lat)), complete = ifelse(is.na(lat), "0", "1"),
+            in_metrics = ifelse(!is.na(lat) & in_window == "1", "1", "0"), size_bytes = as.character(1460 * L),
+            L = as.character(L), path_rtt_ms = as.character(path_rtt_ms))]
+  list(runs = runs, flows = fl[, !c("aqm", "load", "lat", "dt", "faq")])
+}
+hand_tables <- function(...) { r <- list(...); assemble_tables(rbindlist(lapply(r, `[[`, "runs")), rbindlist(lapply(r, `[[`, "flows"))) }
+panels <- function(var) as.character(unique(ggplot_build(last_plot())$layout$layout[[var]]))
+
+test_that("F5: one panel per RTT class present in the common flows, its means by hand", {
+  fig_F5(hand_tables(hand_raw()), out)
+  # flow 6 (RTT 98 ms) is unfinished under FaQ: left out under DropTail too, so its class has no panel
+  expect_equal(panels("rtt"), c("RTT 4 ms", "RTT 200 ms"))
+  expect_equal(last_plot()$scales$get_scales("x")$trans$name, "log-10")
+  d <- fread(file.path(out, "F5.csv"))
+  v <- function(r, a, l) d[rtt == r & aqm == a & L_mean == l]$v
+  expect_equal(c(v("RTT 4 ms", "droptail", 2), v("RTT 4 ms", "favor", 2)), c((1 + 2) / 2, (0.5 + 1.5) / 2) + 0.5)
+  expect_equal(c(v("RTT 4 ms", "droptail", 20), v("RTT 4 ms", "favor", 20)), c(3, 3.5) + 0.5)
+  expect_equal(c(v("RTT 200 ms", "droptail", 2), v("RTT 200 ms", "favor", 20)), c(4, 5) + 0.5)
+  expect_equal(d[rtt == "RTT 4 ms" & L_mean == 2]$flows, c(4L, 4L))    # 2 flows x 2 replications, each AQM
+  expect_true(all(d$runs == 2))
+  cap <- readLines(file.path(out, "F5.caption.txt"))
+  expect_match(cap, "below DropTail's in 2 of 2 RTT classes (RTT 4 ms: DropTail 2.5 s, FaQ 2.33 s; RTT 200 ms: DropTail 5.5 s, FaQ 4 s); per length class, at 3 of 4 points", fixed = TRUE)
+  # counted: flows 1-5 in both replications; left out: 6 (unfinished under FaQ) and 7 (under both) of the 7 forward window flows
+  expect_match(cap, "DropTail 10 flows from 2 runs, FaQ 10 flows from 2 runs; left out: DropTail 4 of 14, FaQ 4 of 14 window flows", fixed = TRUE)
+  expect_equal(FIG_INDEX[["F5"]]$detail, "n = 2-4 flows from 2 runs per point and AQM")
+})
+
+test_that("F5 names paths when the tables carry no RTT, and never pools two scenarios", {
+  r <- hand_raw(); r$flows[, path_rtt_ms := NULL]
+  fig_F5(hand_tables(r), out)
+  expect_equal(panels("rtt"), c("a1-b1", "a3-b3"))
+  expect_match(readLines(file.path(out, "F5.caption.txt")), "Panels are paths: these tables carry no configured RTT.", fixed = TRUE)
+  fig_F5(hand_tables(hand_raw(), hand_raw(iw = "10", scale = 3)), out)
+  l <- ggplot_build(last_plot())$layout$layout
+  expect_equal(nrow(l), 4)                                      # 2 scenarios (rows) x 2 RTT classes
+  expect_equal(length(unique(l$scen)), 2)
+  d <- fread(file.path(out, "F5.csv"))
+  expect_equal(d[grepl("IW2 ", scen) & rtt == "RTT 4 ms" & aqm == "droptail" & L_mean == 2]$v, 2)
+  expect_equal(d[grepl("IW10 ", scen) & rtt == "RTT 4 ms" & aqm == "droptail" & L_mean == 2]$v, 3 * 1.5 + 0.5)
+})
+
+test_that("F6: CCDF of the offered sizes, finished or not, each schedule once", {
+  fig_F6(hand_tables(hand_raw()), out)
+  d <- fread(file.path(out, "F6.csv"))
+  # forward window flows 1-7 (sizes 2, 2, 20, 2, 20, 2, 50) of 2 schedules; both AQMs replay them, counted once
+  expect_equal(d$L, c(2, 20, 50))
+  expect_equal(d$ccdf, c(1, 6 / 14, 2 / 14))
+  expect_true(all(d$flows == 14 & d$runs == 2 & d$sample_mean == 14 & d$mean_pkts == 30))
+  cap <- readLines(file.path(out, "F6.caption.txt"))
+  expect_match(cap, "one size distribution in these tables (the paper draws three): pareto, mean 30 packets: sample mean 14.0 packets", fixed = TRUE)
+  expect_match(cap, "finished or not", fixed = TRUE)
+  expect_match(cap, "n = 14 flows from 2 schedules per distribution.", fixed = TRUE)
+  expect_equal(last_plot()$scales$get_scales("x")$trans$name, "log-10")
+  expect_equal(last_plot()$scales$get_scales("y")$trans$name, "log-10")
+  # a second distribution is a second line, its own counts
+  few <- HAND_FLOWS[flow_id %in% c("1", "3")]
+  fig_F6(hand_tables(hand_raw(), hand_raw(mean = "10", reps = 0, flows = few)), out)
+  d <- fread(file.path(out, "F6.csv"))
+  expect_equal(levels(ggplot_build(last_plot())$plot$data$legend),
+               c("pareto, mean 10 packets: sample mean 11.0", "pareto, mean 30 packets: sample mean 14.0"))
+  expect_equal(d[mean_pkts == 10, .(L, ccdf, flows, runs)], data.table(L = c(2, 20), ccdf = c(1, 0.5), flows = 2L, runs = 1L))
+  expect_match(readLines(file.path(out, "F6.caption.txt")), "^Paper.*Here: 2 size distributions: pareto, mean 10 packets")
+  # no flow in any window: not drawn, with the reason
+  e <- hand_raw(); e$flows <- e$flows[0]
+  fig_F6(hand_tables(e), out)
+  expect_equal(FIG_INDEX[["F6"]], list(status = "not drawn", detail = "no flow scheduled in the measurement window of a valid run"))
+})
+
+test_that("F7: skipped with one size distribution, one panel per distribution with two, means by hand", {
+  fig_F7(hand_tables(hand_raw(loads = c(0.25, 0.75))), out)
+  expect_equal(FIG_INDEX[["F7"]]$status, "not drawn")
+  expect_match(FIG_INDEX[["F7"]]$detail, "one size distribution per scenario (pareto, mean 30 packets)", fixed = TRUE)
+  fig_F7(hand_tables(hand_raw(loads = c(0.25, 0.75), mean = "30", scale = 2), hand_raw(loads = c(0.25, 0.75), mean = "10")), out)
+  expect_equal(FIG_INDEX[["F7"]]$status, "drawn")
+  expect_equal(panels("dist"), c("pareto, mean 10 packets", "pareto, mean 30 packets"))
+  d <- fread(file.path(out, "F7.csv"))
+  # common flows 1-5: DropTail (1 + 2 + 3 + 4 + 6) / 5 = 3.2, FaQ (0.5 + 1.5 + 3.5 + 2 + 5) / 5 = 2.5, times scale, plus load
+  m <- function(which, a, l) d[grepl(which, dist) & aqm == a & load == l]$mean
+  expect_equal(c(m("mean 10", "droptail", 0.25), m("mean 10", "favor", 0.25)), c(3.2, 2.5) + 0.25)
+  expect_equal(c(m("mean 30", "droptail", 0.75), m("mean 30", "favor", 0.75)), 2 * c(3.2, 2.5) + 0.75)
+  expect_true(all(d$flows == 10 & d$runs == 2))
+  cap <- readLines(file.path(out, "F7.caption.txt"))
+  expect_match(cap, "pareto, mean 10 packets: FaQ below DropTail at 2 of 2 loads (largest gap 0.7 at load 0.25)", fixed = TRUE)
+  expect_match(cap, "pareto, mean 30 packets: FaQ below DropTail at 2 of 2 loads (largest gap 1.4 at load 0.25)", fixed = TRUE)
+  expect_match(cap, sprintf("FaQ's mean latency %.2f of DropTail's", mean(c(2.75 / 3.45, 3.25 / 3.95))), fixed = TRUE)
 })

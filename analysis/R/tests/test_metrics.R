@@ -36,3 +36,13 @@ test_that("paired Delta and latency gain Eq. 2", {
   expect_equal(unname(delta_shares(p)), c(1 / 3, 1 / 3, 1 / 3, 1 / 3))
 })
 test_that("length classes", expect_equal(as.character(length_class(c(2, 30, 1500))), c("2", "21-50", ">1000")))
+test_that("RTT class: the path's configured RTT in RTT order, else the path's hosts", {
+  f <- data.table(src = c("a3", "a1", "a2", "a1"), dst = c("b3", "b1", "b2", "b1"), path_rtt_ms = c("200", "4", "", "4"))
+  r <- rtt_class(f)
+  expect_equal(as.character(r), c("RTT 200 ms", "RTT 4 ms", "a2-b2", "RTT 4 ms"))
+  expect_equal(levels(r), c("RTT 4 ms", "RTT 200 ms", "a2-b2"))
+  expect_equal(levels(rtt_class(f[, !"path_rtt_ms"])), c("a1-b1", "a2-b2", "a3-b3"))
+})
+test_that("size CCDF is P(S >= s) at each size present", {
+  expect_equal(size_ccdf(c("20", "2", "2", "50", "2")), data.table(L = c(2, 20, 50), ccdf = c(1, 2 / 5, 1 / 5)))
+})
