@@ -35,6 +35,10 @@ TOPOLOGIES = {
     # (sender, receiver) of the forward direction; reverse flows go receiver -> sender.
     "dumbbell": [(a, b) for a in ("a1", "a2", "a3") for b in ("b1", "b2", "b3")],
 }
+# Topologies whose workload is closed loop (the chain's reference user, workloads.reference): no open-loop
+# flows, so their schedule is the header alone (--load 0). The runner replaces the run directory's copy with
+# the flows the reference user started (its --schedule-out), which extraction joins like any schedule.
+CLOSED_LOOP = ("chain",)
 
 
 # ---------------------------------------------------------------- size distributions (in packets)
@@ -215,6 +219,11 @@ def generate(load: float, capacity_mbps: float, duration: float, seed: int, size
     the forward rows do not depend on the reverse load. Rows are sorted by (start_s, flow_id)."""
     sizes = parse_sizes(sizes) if isinstance(sizes, str) else sizes
     _check_args(load, capacity_mbps, duration, seed, reverse_load, mss, topology, packet_bytes)
+    if topology in CLOSED_LOOP:
+        return {"generator": "workloads.schedule", "format": 1, "seed": seed, "load": 0, "reverse_load": 0,
+                "capacity_mbps": capacity_mbps, "duration_s": duration, "sizes": sizes.spec(), "mss": mss,
+                "topology": topology, "flows_forward": 0, "flows_reverse": 0, "closed_loop": 1,
+                "note": "no open-loop flows: the runner writes the reference user's flows over this file"}, []
     pairs = TOPOLOGIES[topology]
     gens = [np.random.Generator(np.random.PCG64(s)) for s in np.random.SeedSequence(seed).spawn(len(STREAMS))]
     fwd, rate_f = _direction(gens[0:3], load, capacity_mbps, duration, sizes, pairs, mss, "forward", packet_bytes)
@@ -233,7 +242,10 @@ def generate(load: float, capacity_mbps: float, duration: float, seed: int, size
 
 
 def _check_args(load, capacity_mbps, duration, seed, reverse_load, mss, topology, packet_bytes):
-    if not 0 < load < 1:
+    if topology in CLOSED_LOOP:
+        if load != 0 or reverse_load != 0:
+            raise ValueError(f"--topology {topology}: its workload is closed loop; give --load 0 --reverse-load 0")
+    elif not 0 < load < 1:
         raise ValueError(f"--load {load}: must be in (0, 1) (rho = lambda * E[size] / C)")
     if not 0 <= reverse_load < 1:
         raise ValueError(f"--reverse-load {reverse_load}: must be in [0, 1)")
@@ -243,8 +255,8 @@ def _check_args(load, capacity_mbps, duration, seed, reverse_load, mss, topology
         raise ValueError(f"--seed {seed!r}: must be an integer >= 0")
     if not 16 <= mss <= 65495 or packet_bytes < mss:
         raise ValueError(f"--mss {mss} / packet_bytes {packet_bytes}: need 16 <= mss <= packet_bytes")
-    if topology not in TOPOLOGIES:
-        raise ValueError(f"--topology {topology!r}: unknown; use one of {sorted(TOPOLOGIES)}")
+    if topology not in TOPOLOGIES and topology not in CLOSED_LOOP:
+        raise ValueError(f"--topology {topology!r}: unknown; use one of {sorted((*TOPOLOGIES, *CLOSED_LOOP))}")
 
 
 def main(argv=None) -> int:
@@ -258,7 +270,8 @@ def main(argv=None) -> int:
     ap.add_argument("--reverse-load", type=float, default=0.1, help="load of b->a flows (default %(default)s)")
     ap.add_argument("--mss", type=int, default=1460, help="payload bytes per packet (default %(default)s)")
     ap.add_argument("--packet-bytes", type=int, default=PACKET_BYTES, help="wire bytes per packet (load)")
-    ap.add_argument("--topology", default="dumbbell", help=f"one of {sorted(TOPOLOGIES)}")
+    ap.add_argument("--topology", default="dumbbell",
+                    help=f"one of {sorted((*TOPOLOGIES, *CLOSED_LOOP))} ({', '.join(CLOSED_LOOP)}: the header only)")
     ap.add_argument("--out", required=True, help="schedule CSV to write")
     a = ap.parse_args(argv)
     try:
@@ -268,6 +281,9 @@ def main(argv=None) -> int:
         print(f"workloads.schedule: {e}", file=sys.stderr)
         return 2
     write_schedule(Path(a.out), meta, flows)
+    if meta.get("closed_loop"):
+        print(f"{a.out}: topology {a.topology} is closed loop: header only, no flows")
+        return 0
     print(f"{a.out}: {meta['flows_forward']} forward + {meta['flows_reverse']} reverse flows, "
           f"{meta['rate_forward_per_s']} flows/s forward, E[L] = {meta['mean_pkts_effective']} packets")
     return 0

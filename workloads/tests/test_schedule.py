@@ -176,3 +176,18 @@ def test_reader_rejects_broken_files(tmp_path):
         assert str(p) in str(e.value)
     with pytest.raises(ScheduleError, match="no such schedule"):
         read_schedule(tmp_path / "missing.csv")
+
+
+def test_chain_schedule_is_the_header_of_a_closed_loop_workload(tmp_path):
+    """Scenario chain (Section 8): the reference user is closed loop, so the controller's schedule holds no
+    flows, only what made it; load and reverse load must be 0 (the runner writes the user's flows over it)."""
+    out = tmp_path / "c.csv"
+    p = subprocess.run([sys.executable, "-m", "workloads.schedule", "--load", "0", "--reverse-load", "0",
+                        "--capacity-mbps", "10", "--duration", "300", "--seed", "5", "--topology", "chain",
+                        "--out", str(out)], capture_output=True, text=True)
+    assert p.returncode == 0, p.stderr
+    meta, flows = read_schedule(out)
+    assert flows == [] and meta["topology"] == "chain" and meta["closed_loop"] == "1" and meta["seed"] == "5"
+    assert out.read_text().splitlines()[-1] == "flow_id,start_s,size_bytes,size_pkts,src,dst,direction,kind"
+    with pytest.raises(ValueError, match="closed loop"):
+        S.generate(0.5, 10, 60, 1, "pareto", topology="chain")
