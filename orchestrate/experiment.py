@@ -169,6 +169,9 @@ def validate(config: dict, source: str = "config", warn=None) -> dict:
             if name not in known:
                 problems.append(f"{sec['where']}: aqms/{i}: {name!r} is not a known AQM. Fix: use one of "
                                 f"{', '.join(sorted(known))}, or add an entry to config/aqms.yaml.")
+            elif SCENARIOS[sec["scenario"]]["topology"] == "chain" and known[name]["forward"]["kind"] == "p4":
+                problems.append(f"{sec['where']}: aqms/{i}: {name!r} is a P4 switch; the chain has no P4 switch "
+                                f"between its routers. Fix: use a qdisc AQM (favor, droptail, ...) for the chain.")
             elif known[name]["forward"]["kind"] == "p4":
                 p4_names.add(name)
                 problems += _p4_problems(sec, name, known[name])
@@ -198,13 +201,27 @@ def validate(config: dict, source: str = "config", warn=None) -> dict:
 # ------------------------------------------------------------------ sections and their axes
 
 # A scenario is a topology and a kind of workload. web: the schedule's flows (Poisson arrivals, the config's
-# sizes); persistent: the same and long-lived iperf3 flows from persistent.start_s (paper Section 5.3).
+# sizes); persistent: the same and long-lived iperf3 flows from persistent.start_s (paper Section 5.3);
+# reference: the chain's closed-loop reference user (workloads.reference, the config's sizes) and one
+# long-lived iperf3 flow per cross flow of every hop (paper Section 8), no open-loop schedule.
 SCENARIOS = {"dumbbell": {"topology": "dumbbell", "workload": "web"},
-             "persistent": {"topology": "dumbbell", "workload": "persistent"}}
+             "persistent": {"topology": "dumbbell", "workload": "persistent"},
+             "chain": {"topology": "chain", "workload": "reference"}}
 PERSISTENT_DEFAULTS = {"flows": 50, "start_s": 40.0}
+# the chain's cross traffic starts this long before t0, so the hops' queues are loaded when the reference
+# user's first flow is due (ten Reno flows of RTT <= 202 ms leave slow start within a few seconds)
+REFERENCE_DEFAULTS = {"warmup_cross_s": 10.0}
 # keys a section may give; the others (name, seed, testbed, attempts, workload_impl) are the pipeline's
-SECTION_KEYS = ("scenario", "persistent", "topology", "bottlenecks", "aqms", "loads", "reverse_load", "iw", "tcp_profile", "cc",
-                "replications", "duration_s", "warmup_s", "drain_s", "sizes", "capture", "trace_favor", "fidelity")
+SECTION_KEYS = ("scenario", "persistent", "reference", "topology", "bottlenecks", "aqms", "loads", "reverse_load", "iw",
+                "tcp_profile", "cc", "replications", "duration_s", "warmup_s", "drain_s", "sizes", "capture",
+                "trace_favor", "fidelity")
+# topology keys of one kind only: given by a section of the other kind they are an error, inherited from
+# the config's top level they are left out (a config may hold dumbbell and chain sections)
+DUMBBELL_TOPOLOGY_KEYS = ("left_delays_ms", "right_delays_ms", "central_delay_ms")
+CHAIN_TOPOLOGY_KEYS = ("hops", "hop_delay_ms", "user_delay_ms", "cross_flows_per_hop", "cross_delays_ms", "aqm_hops")
+CHAIN_BASE = {"bottleneck_mbps": 10, "buffer_pkts": 8, "access_mbps": 100, "mtu": 1500}
+# the chain's reference user draws these (workloads.reference.parse_sizes); bounded_pareto is not offered
+REFERENCE_SIZES = ("pareto", "lomax", "exponential")
 # what validate adds to a config; a config that holds them (a validated one, edited) validates again
 DERIVED_KEYS = ("pool", "matrix")
 BOTTLENECK_KEYS = ("bottleneck_mbps", "buffer_pkts", "reverse_buffer_pkts", "access_mbps")
@@ -220,11 +237,22 @@ def _resolve_section(cfg: dict, sec: dict, where: str, problems: list) -> dict:
     """A section with every key given (its own, else the config's) and its axes as lists: bottlenecks
     (complete topology overrides), sizes, cc. Problems are appended, not raised, so all are told at once."""
     r = {k: json.loads(json.dumps(sec.get(k, cfg.get(k)))) for k in SECTION_KEYS
-         if k not in ("topology", "bottlenecks", "sizes", "cc", "capture", "fidelity", "persistent")}
+         if k not in ("topology", "bottlenecks", "sizes", "cc", "capture", "fidelity", "persistent", "reference")}
     r.update(name=sec["name"], where=where, figures=sec.get("figures", []))
     r["capture"] = dict(DEFAULTS["capture"], **cfg.get("capture", {}), **sec.get("capture", {}))
     r["fidelity"] = dict(FIDELITY_DEFAULTS, **cfg.get("fidelity", {}), **sec.get("fidelity", {}))
-    topo = dict(TOPOLOGY_DEFAULTS, **cfg["topology"], **sec.get("topology", {}))
+    kind = SCENARIOS[r["scenario"]]["topology"]
+    own, other = (CHAIN_TOPOLOGY_KEYS, DUMBBELL_TOPOLOGY_KEYS) if kind == "chain" else \
+        (DUMBBELL_TOPOLOGY_KEYS, CHAIN_TOPOLOGY_KEYS)
+    # the section's own topology (or, without sections, the config's) is the one that must fit its kind
+    mine = sec.get("topology", {}) if cfg.get("sections") else cfg["topology"]
+    for k in sorted(set(mine) & set(other)):
+        problems.append(f"{where}: topology.{k} is for scenario {'chain' if kind != 'chain' else 'dumbbell or persistent'}"
+                        f" (this is {r['scenario']!r}, topology {kind}). Fix: remove topology.{k} from it.")
+    # the chain's defaults are the paper's (topologies.chain.DEFAULTS): 10 Mb/s hops, 8-packet queues
+    base = TOPOLOGY_DEFAULTS if kind == "dumbbell" else CHAIN_BASE
+    # {**a, **b}: a key the section gives replaces the config's (dict(a, **b, **c) raised TypeError on it)
+    topo = {k: v for k, v in {**base, **cfg["topology"], **sec.get("topology", {})}.items() if k not in other}
     for level, name in ((sec, "section"), (cfg, "config")):
         if "bottlenecks" in level and any(k in level.get("topology", {}) for k in ("bottleneck_mbps", "buffer_pkts")):
             problems.append(f"{where}: this {name} gives both topology.bottleneck_mbps/buffer_pkts and bottlenecks. "
@@ -264,6 +292,12 @@ def _resolve_section(cfg: dict, sec: dict, where: str, problems: list) -> dict:
             problems.append(f"{where}: cc {c!r} is not a Linux congestion control. Fix: use one of "
                             f"{', '.join(KNOWN_CC)}.")
     r["workload"] = {"kind": SCENARIOS[r["scenario"]]["workload"]}
+    if r["workload"]["kind"] == "reference":
+        r["workload"].update(REFERENCE_DEFAULTS, **cfg.get("reference", {}), **sec.get("reference", {}))
+        _chain_problems(r, sec, cfg, where, problems)
+    elif "reference" in sec or ("reference" in cfg and not cfg.get("sections")):
+        problems.append(f"{where}: reference is for scenario 'chain' (this is {r['scenario']!r}). "
+                        f"Fix: remove it, or set scenario: chain.")
     if r["workload"]["kind"] == "persistent":
         r["workload"].update(PERSISTENT_DEFAULTS, **cfg.get("persistent", {}), **sec.get("persistent", {}))
         if r["workload"]["start_s"] >= r["duration_s"]:
@@ -277,6 +311,45 @@ def _resolve_section(cfg: dict, sec: dict, where: str, problems: list) -> dict:
         problems.append(f"{where}: warmup_s ({r['warmup_s']}) must be below duration_s "
                         f"({r['duration_s']}). Fix: lower warmup_s or raise duration_s.")
     return r
+
+
+def chain_topology(topo: dict) -> dict:
+    """A chain section's topology with one bottleneck entry -> run.json's topology (topologies.chain
+    validated, its defaults filled in): bottleneck_mbps is the rate of every hop (hop_mbps) and
+    buffer_pkts / reverse_buffer_pkts the DropTail hops' queues, so the bottleneck axis and the run ids
+    work as for the dumbbell. Raises topologies.dumbbell.TopologyError naming the field and the fix."""
+    from topologies import chain
+    t = dict(topo, kind="chain")
+    if "bottleneck_mbps" in t:
+        t["hop_mbps"] = t["bottleneck_mbps"]
+    return chain.validate(t)
+
+
+def _chain_problems(r: dict, sec: dict, cfg: dict, where: str, problems: list) -> None:
+    """What a chain section must not say: the reference user is closed loop (no load, no reverse load: the
+    run's load is 0), its sizes are the reference user's, and the topology must be a chain the builder
+    makes (every bottleneck entry is tried)."""
+    from topologies.dumbbell import TopologyError
+    for key in ("loads", "reverse_load"):
+        if key in sec and cfg.get("sections"):
+            problems.append(f"{where}: {key} has no meaning for scenario 'chain': the reference user is closed "
+                            f"loop (one flow at a time, the next after a think time) and the cross traffic is "
+                            f"long-lived. Fix: remove {key} from this section.")
+    r["loads"], r["reverse_load"] = [0.0], 0.0
+    for s in r["sizes"]:
+        if s["distribution"] not in REFERENCE_SIZES:
+            problems.append(f"{where}: sizes: the chain's reference user (workloads.reference) draws "
+                            f"{', '.join(REFERENCE_SIZES)}, not {s['distribution']!r}. Fix: use one of those.")
+    w = r["workload"]["warmup_cross_s"]
+    if not (isinstance(w, (int, float)) and not isinstance(w, bool) and w >= 0):
+        problems.append(f"{where}: reference.warmup_cross_s={w!r}: seconds >= 0. Fix: e.g. 10.")
+    for i, b in enumerate(r["bottlenecks"]):
+        try:
+            chain_topology(dict(r["topology"], **b))
+        except TopologyError as e:
+            problems.append(f"{where}: bottleneck {i}: {e}. (scenario chain: topologies/README.md, 'Chain'; "
+                            f"bottleneck_mbps is the hop rate, buffer_pkts the DropTail hops' queue.) "
+                            f"Fix: change that value.")
 
 
 def _p4_problems(sec: dict, name: str, entry: dict) -> list[str]:
@@ -482,13 +555,16 @@ def section_of(cfg: dict, run: Run) -> dict:
 
 
 def run_topology(cfg: dict, run: Run) -> dict:
-    """The run's topology: the section's, with the run's bottleneck."""
+    """The run's topology: the section's, with the run's bottleneck (a chain's: validated, defaults filled in)."""
     sec = section_of(cfg, run)
-    return dict(sec["topology"], **sec["bottlenecks"][run.bottleneck])
+    topo = dict(sec["topology"], **sec["bottlenecks"][run.bottleneck])
+    return chain_topology(topo) if SCENARIOS[run.scenario]["topology"] == "chain" else topo
 
 
 def schedule_seed(cfg: dict, run: Run) -> int:
-    """A seed per (load, replication), derived from the config's seed: stable and independent of AQM/IW."""
+    """A seed per (load, replication), derived from the config's seed: stable and independent of AQM/IW.
+    The chain's runs have load 0, so theirs is per replication: the reference user's seed (run.json's
+    seed), the same for DropTail and FaQ."""
     h = hashlib.sha256(f"{cfg['seed']}|{run.load:.4f}|{run.replication}".encode()).digest()
     return int.from_bytes(h[:4], "big")
 
@@ -533,6 +609,7 @@ def run_spec(cfg: dict, run: Run) -> dict:
     """The resolved run.json of docs/contracts.md for one run."""
     sec = section_of(cfg, run)
     topo = dict(run_topology(cfg, run), kind=SCENARIOS[run.scenario]["topology"])
+    # the chain's run.json topology is chain.validate's (every field, the defaults of the paper)
     return {
         "run_id": run.run_id,
         "config_name": cfg["name"],
@@ -550,11 +627,20 @@ def run_spec(cfg: dict, run: Run) -> dict:
         "schedule": "schedule.csv",
         "workload": sec["workload"],
         "sizes": dict(run.sizes),
-        "capture": {"snaplen": sec["capture"]["snaplen"], "points": ["senders", "bneck-in", "bneck-out"]},
+        "capture": {"snaplen": sec["capture"]["snaplen"], "points": _capture_points(topo)},
         "trace_favor": bool(sec["trace_favor"]),
         "workload_impl": cfg["workload_impl"],
         "fidelity": sec["fidelity"],
     }
+
+
+def _capture_points(topo: dict) -> list[str]:
+    """run.json's capture.points: the dumbbell's (every sender, bneck-in, bneck-out), or the chain's own
+    (topologies.chain.capture_points: the user's two hosts, hop 1's arrivals and departures)."""
+    if topo["kind"] == "chain":
+        from topologies import chain
+        return list(chain.capture_points(topo))
+    return ["senders", "bneck-in", "bneck-out"]
 
 
 def shell_json(value) -> str:

@@ -91,7 +91,7 @@ def test_snakemake_rejects_bad_config_before_any_job(tmp_path):
     assert not (REPO / "results" / "bad-config-test").exists()
 
 
-@pytest.mark.parametrize("config, schedules, runs", [("quick", 10, 20), ("p4-quick", 10, 20), ("figures", 13, 38)])
+@pytest.mark.parametrize("config, schedules, runs", [("quick", 10, 20), ("p4-quick", 10, 20), ("figures", 14, 40)])
 def test_snakemake_plans_the_whole_matrix(config, schedules, runs, tmp_path):
     # --forceall: the whole matrix, even where results/<name> already holds a finished reproduction.
     # p4-quick's AQM names have a hyphen (p4-favorqueue): every rule must accept them as run ids. Its
@@ -268,12 +268,12 @@ def test_persistent_scenario_section():
 
 def test_figures_config_has_a_section_for_every_figure_of_the_paper():
     """config/figures.yaml is the small config that draws every figure: each figure id of
-    analysis/figures.yaml is some section's, but the five-hop chain's (F26: not in the runner yet)."""
+    analysis/figures.yaml is some section's, the five-hop chain's F26 included (its section `chain`)."""
     figs = yaml.safe_load((REPO / "analysis" / "figures.yaml").read_text())
     cfg = experiment.load(REPO / "config" / "figures.yaml")
     covered = {f for sec in cfg["matrix"] for f in sec["figures"]}
     assert covered <= set(figs)
-    assert set(figs) - covered == {"F26"}
+    assert set(figs) == covered
     runs = experiment.runs(cfg)
     by = {s["name"]: {r for r in runs if r.section == s["name"]} for s in cfg["matrix"]}
     # F9 sweeps the buffer on one schedule; F6/F7 compare three size distributions; F3(b) is 100 Mb/s
@@ -282,3 +282,101 @@ def test_figures_config_has_a_section_for_every_figure_of_the_paper():
     assert {dict(r.sizes)["mean_pkts"] for r in experiment._all_runs(cfg) if r.section == "sizes"} == {10, 30, 100}
     assert {r.bottleneck_mbps for r in by["bottleneck-100"]} == {100}
     assert all(r.scenario == "persistent" for r in by["persistent"]) and by["persistent"]
+
+
+# ------------------------------------------------------------------ scenario chain (Section 8)
+
+
+def chain_config(**section):
+    """smoke.yaml (a dumbbell config) with one chain section: the dumbbell's topology keys at the top level
+    are not the chain's and are left out of it."""
+    return dict(smoke(), sections=[dict({"name": "chain", "scenario": "chain", "duration_s": 300,
+                                         "warmup_s": 10}, **section)])
+
+
+def test_chain_section_makes_chain_runs_with_the_papers_defaults():
+    cfg = experiment.validate(chain_config())
+    runs = experiment.runs(cfg)
+    assert sorted(r.run_id for r in runs) == [
+        "chain-10M-buf8-pareto30-paper-reno_droptail_load0.00_iw2_rep0",
+        "chain-10M-buf8-pareto30-paper-reno_favor_load0.00_iw2_rep0"]
+    specs = {r.aqm: experiment.run_spec(cfg, r) for r in runs}
+    fq, dt = specs["favor"], specs["droptail"]
+    t = fq["topology"]
+    assert t["kind"] == "chain" and fq["scenario"] == "chain"
+    # the paper's Section 8: five 10 Mb/s hops, 1 ms each, 25 ms user links, ten cross flows per hop,
+    # the AQM at the first hop only; access 100 Mb/s; the dumbbell's keys are not there
+    assert (t["hops"], t["hop_mbps"], t["bottleneck_mbps"], t["buffer_pkts"], t["reverse_buffer_pkts"]) == (5, 10, 10, 8, 8)
+    assert (t["hop_delay_ms"], t["user_delay_ms"], t["cross_flows_per_hop"], t["aqm_hops"]) == (1, 25, 10, [1])
+    assert t["cross_delays_ms"] == [10 * i for i in range(1, 11)] and t["access_mbps"] == 100
+    assert not {"left_delays_ms", "right_delays_ms", "central_delay_ms"} & set(t)
+    # aqms.yaml's placeholders from the hop rate and buffer
+    assert fq["aqm"]["forward"] == {"kind": "favor", "args": ["limit", "8"]}
+    assert dt["aqm"]["forward"] == {"kind": "pfifo", "args": ["limit", "8"]}
+    assert fq["workload"] == {"kind": "reference", "warmup_cross_s": 10.0}
+    assert fq["load"] == 0.0 and fq["reverse_load"] == 0.0
+    assert fq["capture"]["points"] == ["sender-us", "sender-ur", "bneck-in", "bneck-out"]
+    # one seed per replication, the same for both AQMs: the reference user replays the same sequence
+    assert fq["seed"] == dt["seed"] and len({r.schedule_id for r in runs}) == 1
+    two = experiment.validate(chain_config(replications=2))
+    assert len({experiment.run_spec(two, r)["seed"] for r in experiment.runs(two)}) == 2
+    # the controller's schedule for a chain run is the header of a closed-loop schedule
+    args = experiment.schedule_args(cfg, runs[0])
+    assert args[args.index("--topology") + 1] == "chain" and args[args.index("--load") + 1] in ("0", "0.0")
+    assert args[args.index("--reverse-load") + 1] == "0"
+    from testbed.runner import spec as specmod
+    assert specmod.validate(fq) and specmod.validate(dt)
+
+
+def test_chain_axes_and_keys_reach_run_json():
+    """The bottleneck axis is the hop rate and buffer; the chain's keys override the paper's values."""
+    cfg = experiment.validate(chain_config(
+        topology={"hops": 3, "cross_flows_per_hop": 2, "cross_delays_ms": [5, 50], "aqm_hops": [1, 2],
+                  "user_delay_ms": 10},
+        bottlenecks=[{"bottleneck_mbps": 10, "buffer_pkts": 8}, {"bottleneck_mbps": 20, "buffer_pkts": 16}],
+        reference={"warmup_cross_s": 4}))
+    runs = experiment.runs(cfg)
+    spec = experiment.run_spec(cfg, next(r for r in runs if r.aqm == "favor" and r.buffer_pkts == 16))
+    assert spec["run_id"] == "chain-20M-buf16-pareto30-paper-reno_favor_load0.00_iw2_rep0"
+    t = spec["topology"]
+    assert (t["hops"], t["hop_mbps"], t["buffer_pkts"], t["cross_delays_ms"], t["aqm_hops"]) == (3, 20, 16, [5, 50], [1, 2])
+    assert spec["aqm"]["forward"]["args"] == ["limit", "16"] and spec["workload"]["warmup_cross_s"] == 4
+
+
+@pytest.mark.parametrize("section, words", [
+    ({"topology": {"hops": 0}}, ["topology/hops", "0"]),
+    ({"topology": {"aqm_hops": [7]}}, ["topology.aqm_hops=[7]", "1..hops (5)"]),
+    ({"topology": {"cross_flows_per_hop": 2}}, ["topology.cross_delays_ms", "cross_flows_per_hop (2)"]),
+    ({"topology": {"left_delays_ms": [0, 1, 2]}}, ["topology.left_delays_ms is for scenario dumbbell"]),
+    ({"topology": {"hop_count": 5}}, ["unknown key 'hop_count'", "hops"]),
+    ({"loads": [0.5]}, ["loads has no meaning for scenario 'chain'"]),
+    ({"sizes": {"distribution": "bounded_pareto", "shape": 1.3, "mean_pkts": 30, "max_pkts": 1000}},
+     ["reference user", "'bounded_pareto'"]),
+    ({"aqms": ["p4-favorqueue"]}, ["P4 switch", "chain"]),
+    ({"reference": {"warmup_cross_s": -1}}, ["reference/warmup_cross_s"]),
+])
+def test_bad_chain_section_names_the_field(section, words):
+    c = chain_config(**section)
+    with pytest.raises(experiment.ConfigError) as e:
+        experiment.validate(c, "my.yaml")
+    msg = str(e.value)
+    assert "my.yaml" in msg and "Fix:" in msg
+    for w in words:
+        assert w in msg, msg
+
+
+def test_chain_keys_in_a_dumbbell_section_and_reference_outside_the_chain_are_refused():
+    c = dict(smoke(), sections=[{"name": "d", "topology": {"hops": 3}}])
+    with pytest.raises(experiment.ConfigError, match=r"topology.hops is for scenario chain"):
+        experiment.validate(c)
+    with pytest.raises(experiment.ConfigError, match="reference is for scenario 'chain'"):
+        experiment.validate(dict(smoke(), reference={"warmup_cross_s": 5}))
+
+
+def test_figures_config_chain_section():
+    cfg = experiment.load(REPO / "config" / "figures.yaml")
+    runs = [r for r in experiment.runs(cfg) if r.section == "chain"]
+    assert {r.aqm for r in runs} == {"droptail", "favor"} and {r.scenario for r in runs} == {"chain"}
+    spec = experiment.run_spec(cfg, runs[0])
+    assert spec["topology"]["aqm_hops"] == [1] and spec["topology"]["hops"] == 5
+    assert 100 <= spec["duration_s"] < 5000
