@@ -160,9 +160,10 @@ def apply_tcp(net, tcp: dict, hosts: dict, log) -> dict:
 
 # ---------------------------------------------------------------- measurements
 
-def qdisc_stats(net) -> dict:
+def qdisc_stats(net, routers=("rl", "rr")) -> dict:
+    """`tc -s -j qdisc show` of each router (the dumbbell's rl and rr; the chain's r0 .. r<hops>)."""
     res = {}
-    for r in ("rl", "rr"):
+    for r in routers:
         txt = out(["tc", "-s", "-j", "qdisc", "show"], net.get(r),
                   env=dict(os.environ, TC_LIB_DIR="/usr/local/lib/favorlab/tc"))
         try:
@@ -192,8 +193,9 @@ def ping_rtt(net, src, dst_ip, count=4) -> float | None:
     return float(mins.group(1))
 
 
-def probe_rtts(net, hostsj, tolerance_ms: float = RTT_TOLERANCE_MS) -> dict:
-    """Idle RTT of each of the nine paths (min of a few pings) against the configured 2*(d_a+d_b).
+def probe_rtts(net, hostsj, tolerance_ms: float = RTT_TOLERANCE_MS, paths: dict | None = None) -> dict:
+    """Idle RTT of each of the nine paths (min of a few pings) against the configured 2*(d_a+d_b)
+    (`paths`: path -> configured RTT, default every path of hosts.json; the chain probes a sample).
     The paths are probed at once: one after another they took about 9 s of every run (a path of 200 ms
     RTT needs about 1.5 s), and nine pings every 0.2 s are 45 small packets a second, far too few to queue
     at the bottleneck and move a minimum."""
@@ -202,7 +204,7 @@ def probe_rtts(net, hostsj, tolerance_ms: float = RTT_TOLERANCE_MS) -> dict:
         ping_rtt(net, a, hostsj["hosts"][b]["ip"], count=1)   # ARP warm-up
         return ping_rtt(net, a, hostsj["hosts"][b]["ip"])
 
-    paths = hostsj["paths_rtt_ms"]
+    paths = hostsj["paths_rtt_ms"] if paths is None else paths
     with ThreadPoolExecutor(max_workers=len(paths) or 1) as pool:
         measured = dict(zip(paths, pool.map(one, paths)))
     checks = {}
@@ -218,15 +220,17 @@ PROBE_OVERLOAD = 2.0   # the rate probe offers this many times the bottleneck ra
 PROBE_ATTEMPTS = 3     # probes tried, at most, before the rate check fails
 
 
-def probe_rate_once(net, hostsj, offered: float, log) -> tuple[float | None, float | None]:
-    """One 3 s UDP probe a1->b1 at `offered` Mb/s: (rate on the wire in Mb/s, loss %), read at the receiver."""
-    srv = popen(["iperf3", "-s", "-1", "-p", "5201"], net.get("b1"),
+def probe_rate_once(net, hostsj, offered: float, log, src: str = "a1",
+                    dst: str = "b1") -> tuple[float | None, float | None]:
+    """One 3 s UDP probe src->dst (a1->b1 in the dumbbell) at `offered` Mb/s: (rate on the wire in Mb/s,
+    loss %), read at the receiver."""
+    srv = popen(["iperf3", "-s", "-1", "-p", "5201"], net.get(dst),
                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     time.sleep(1.0)
     txt = ""
     try:
-        txt = out(["iperf3", "-c", hostsj["hosts"]["b1"]["ip"], "-p", "5201", "-u", "-b",
-                   f"{offered:g}M", "-t", "3", "-l", "1400", "-J"], net.get("a1"))
+        txt = out(["iperf3", "-c", hostsj["hosts"][dst]["ip"], "-p", "5201", "-u", "-b",
+                   f"{offered:g}M", "-t", "3", "-l", "1400", "-J"], net.get(src))
         end = json.loads(txt)["end"]
         lost = end["sum"].get("lost_percent", 0.0)
         if "sum_received" in end:          # iperf3 >= 3.13 reports the receiver's side itself
@@ -242,8 +246,10 @@ def probe_rate_once(net, hostsj, offered: float, log) -> tuple[float | None, flo
     return meas * (1400 + 8 + 20 + 14) / 1400, lost
 
 
-def probe_rate(net, hostsj, mbps: float, log, min_share: float = RATE_MIN_SHARE) -> dict:
-    """Bottleneck rate a1->b1: UDP (iperf3, 3 s) offered at twice the bottleneck rate, read at the receiver.
+def probe_rate(net, hostsj, mbps: float, log, min_share: float = RATE_MIN_SHARE, src: str = "a1",
+               dst: str = "b1") -> dict:
+    """Bottleneck rate a1->b1 (the chain: one hop, rate_probe_pair): UDP (iperf3, 3 s) offered at twice the
+    bottleneck rate, read at the receiver.
 
     Twice, not just above it: the bottleneck buffer is only 8 packets, so with an offer of 1.1x a sender
     whose pacing comes in bursts (iperf3 in a TCG guest: 14-35% loss at 1.1x) leaves the link idle
@@ -260,7 +266,7 @@ def probe_rate(net, hostsj, mbps: float, log, min_share: float = RATE_MIN_SHARE)
     offered = mbps * PROBE_OVERLOAD
     attempts, best = [], None
     for _ in range(PROBE_ATTEMPTS):
-        wire, lost = probe_rate_once(net, hostsj, offered, log)
+        wire, lost = probe_rate_once(net, hostsj, offered, log, src, dst)
         attempts.append({"measured": wire, "lost_percent": lost})
         if wire is not None and (best is None or wire > best):
             best = wire
@@ -269,6 +275,66 @@ def probe_rate(net, hostsj, mbps: float, log, min_share: float = RATE_MIN_SHARE)
             break
     return {"bottleneck_rate_mbps": {"configured": mbps, "measured": best, "ok": ok, "min_share": min_share,
                                      "offered_mbps": offered, "attempts": attempts}}
+
+
+# ---------------------------------------------------------------- what differs by topology kind
+
+# run.json's topology.kind -> the module that describes and builds it (hosts_json, build); the chain's
+# hosts.json also names its routers, capture points and bottleneck, which the runner reads from there
+TOPOLOGIES = {"dumbbell": "topologies.dumbbell", "chain": "topologies.chain"}
+# the dumbbell's capture points (contracts.md "Run directory"): every host's own interface, and rl's
+# interface towards the senders and rr's towards rl around the bottleneck
+DUMBBELL_BNECK_POINTS = {"bneck-in": ("rl", "rl-eth0"), "bneck-out": ("rr", "rr-eth0")}
+
+
+def topology_module(kind: str):
+    import importlib
+    if kind not in TOPOLOGIES:
+        raise specmod.SpecError(f"run.json: field topology.kind={kind!r}: one of {', '.join(TOPOLOGIES)}")
+    return importlib.import_module(TOPOLOGIES[kind])
+
+
+def capture_points(hostsj: dict) -> dict:
+    """name -> (node, intf) of every tcpdump: the topology's own capture_points when hosts.json has them
+    (the chain: topologies.chain.capture_points), else the dumbbell's (a sender-<h> per host, bneck-in/out)."""
+    if "capture_points" in hostsj:
+        return {name: (p["node"], p["intf"]) for name, p in hostsj["capture_points"].items()}
+    points = {f"sender-{h}": (h, f"{h}-eth0") for h in hostsj["hosts"]}
+    points.update(DUMBBELL_BNECK_POINTS)
+    return points
+
+
+def rtt_probe_paths(hostsj: dict) -> dict:
+    """path -> configured RTT to ping: every path of the dumbbell; the chain's reference path and the first
+    and last cross flow of every hop (51 paths at once would be 51 ping threads for one check)."""
+    ref = hostsj.get("reference")
+    if ref is None:
+        return hostsj["paths_rtt_ms"]
+    paths = {f"{ref['src']}-{ref['dst']}": ref["rtt_ms"]}
+    by_hop: dict = {}
+    for c in hostsj.get("cross_flows", []):
+        by_hop.setdefault(c["hop"], []).append(c)
+    for flows in by_hop.values():
+        for c in (flows[0], flows[-1]):
+            paths[f"{c['src']}-{c['dst']}"] = c["rtt_ms"]
+    return paths
+
+
+def rate_probe_pair(hostsj: dict) -> tuple[str, str]:
+    """(src, dst) of the rate probe: a1->b1 across the dumbbell's bottleneck; one hop of the chain (hop 1's
+    first cross path), or the whole chain when it has no cross hosts (every hop runs at the same rate)."""
+    if "reference" not in hostsj:
+        return "a1", "b1"
+    cross = hostsj.get("cross_flows") or []
+    if cross:
+        return cross[0]["src"], cross[0]["dst"]
+    return hostsj["reference"]["src"], hostsj["reference"]["dst"]
+
+
+def sizes_arg(sizes: dict) -> str:
+    """run.json's sizes as a --sizes argument (orchestrate.experiment.sizes_arg: the controller's side)."""
+    params = ",".join(f"{k}={v}" for k, v in sizes.items() if k != "distribution")
+    return f"{sizes['distribution']}:{params}" if params else sizes["distribution"]
 
 
 def p4_state(sw) -> dict:
@@ -347,6 +413,7 @@ def merge_ticks(procs: dict, newer: dict) -> None:
 def process_group(comm: str, cmd: str) -> str:
     """The parts of a run a CPU budget is spent on, named as testbed/README.md's breakdown names them."""
     for needle, group in (("workloads.client", "workload client"), ("workloads.server", "workload server"),
+                          ("workloads.reference", "workload client"),
                           ("favorflow client", "workload client"), ("favorflow server", "workload server"),
                           ("workloads.persistent", "workload persistent"), ("favor_trace", "favor trace"),
                           ("testbed.runner", "runner")):
@@ -479,6 +546,7 @@ class Run:
         self.cgroup = None
         self.p4 = None
         self.persistent = None
+        self.cross = None
 
     def run(self) -> int:
         (self.dir / "DONE").unlink(missing_ok=True)
@@ -502,17 +570,24 @@ class Run:
     def setup(self):
         from topologies import dumbbell
         s = self.spec
+        kind = s["topology"]["kind"]
+        topomod = topology_module(kind)
         workload_cmd("client", s)     # a missing workload binary fails the run before anything is set up
         for kind in {s["aqm"]["forward"]["kind"], s["aqm"]["reverse"]["kind"]} - {"p4"}:
             mod = "sch_favor" if kind == "favor" else f"sch_{kind}"
             p = out(["modprobe", mod])   # built-in or already loaded is fine; tc says if it is missing
             if p.strip():
                 self.log(f"modprobe {mod}: {p.strip()}")
-        topo = dict(s["topology"], kind="dumbbell")
-        self.hostsj = dumbbell.hosts_json(topo)
-        (self.dir / "hosts.json").write_text(json.dumps(self.hostsj, indent=2) + "\n")
-        self.net = dumbbell.build(topo, s["aqm"], log=self.log, p4_log=self.dir / "log" / "simple_switch.log")
-        if dumbbell.is_p4(s["aqm"]):
+        if kind == "dumbbell":
+            topo = dict(s["topology"], kind="dumbbell")
+            self.hostsj = dumbbell.hosts_json(topo)
+            (self.dir / "hosts.json").write_text(json.dumps(self.hostsj, indent=2) + "\n")
+            self.net = dumbbell.build(topo, s["aqm"], log=self.log, p4_log=self.dir / "log" / "simple_switch.log")
+        else:
+            self.hostsj = topomod.hosts_json(s["topology"])
+            (self.dir / "hosts.json").write_text(json.dumps(self.hostsj, indent=2) + "\n")
+            self.net = topomod.build(s["topology"], s["aqm"], log=self.log)
+        if kind == "dumbbell" and dumbbell.is_p4(s["aqm"]):
             self.p4 = self.net.get(dumbbell.P4_SWITCH).p4
             self.manifest["p4"] = p4_manifest(self.p4, s["topology"]["bottleneck_mbps"])
             self.log(f"P4 bottleneck: {self.manifest['p4']}")
@@ -528,13 +603,15 @@ class Run:
     def measure(self):
         s, net = self.spec, self.net
         fid = s.get("fidelity", {})
-        self.checks.update(probe_rtts(net, self.hostsj, fid.get("rtt_tolerance_ms", RTT_TOLERANCE_MS)))
+        chain = self.is_chain()
+        self.checks.update(probe_rtts(net, self.hostsj, fid.get("rtt_tolerance_ms", RTT_TOLERANCE_MS),
+                                      rtt_probe_paths(self.hostsj)))
         self.checks.update(probe_rate(net, self.hostsj, s["topology"]["bottleneck_mbps"], self.log,
-                                      fid.get("rate_min_share", RATE_MIN_SHARE)))
+                                      fid.get("rate_min_share", RATE_MIN_SHARE), *rate_probe_pair(self.hostsj)))
         self.log("probes: " + json.dumps({k: v["measured"] for k, v in self.checks.items()}))
         for d in ("qdisc", "nstat", "pcap", "flows"):
             (self.dir / d).mkdir(exist_ok=True)
-        self.write_json("qdisc/before.json", qdisc_stats(net))
+        self.write_json("qdisc/before.json", qdisc_stats(net, self.routers()))
         if self.p4:
             self.write_json("qdisc/p4-before.json", p4_state(self.p4))
         self.nstat_before = nstat(net, self.hostsj["hosts"])
@@ -547,17 +624,25 @@ class Run:
         # a fixed 3 s lead, so the first flows of the schedule started ~4.5 s late (lateness check failed).
         # Time one start-up now and give all clients that long per host and vCPU, 1.5 times over.
         t_imp = time.time()
-        popen(workload_cmd("client", s) + ["--help"], net.get(next(iter(self.hostsj["hosts"]))), cwd=REPO,
+        client_hosts = self.client_hosts()
+        popen(self.client_cmd() + ["--help"], net.get(client_hosts[0]), cwd=REPO,
               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL).wait(timeout=120)
         startup = time.time() - t_imp
-        lead = max(3.0, 2.0 + 1.5 * startup * len(self.hostsj["hosts"]) / (os.cpu_count() or 1))
+        lead = max(3.0, 2.0 + 1.5 * startup * len(client_hosts) / (os.cpu_count() or 1))
+        if chain:   # the cross traffic starts warmup_cross_s before t0, its iperf3 servers before that
+            # (0.1 s per cross flow: one server and one client to start in a host's namespace)
+            n_cross = len(self.hostsj.get("cross_flows", []))
+            lead = max(lead, float(s["workload"]["warmup_cross_s"]) + 3.0 + 0.1 * n_cross)
         self.manifest["client_start_lead_s"] = round(lead, 2)
         self.log(f"client start-up {startup:.2f} s: t0 in {lead:.1f} s")
         t0 = time.time() + lead
         stop_at = t0 + s["duration_s"] + s["drain_s"]
         self.manifest["t0_unix"] = t0
         clients = {}
-        for h in self.hostsj["hosts"]:
+        if chain:
+            self.start_cross(t0)
+            clients[self.hostsj["reference"]["src"]] = self.start_reference(t0, stop_at)
+        for h in ([] if chain else self.hostsj["hosts"]):
             clients[h] = popen(["nice", "-n", str(CLIENT_NICE)] + workload_cmd("client", s) + ["--schedule",
                                 str(self.dir / s.get("schedule", "schedule.csv")), "--host", h,
                                 "--hosts", str(self.dir / "hosts.json"), "--t0", f"{t0:.6f}",
@@ -579,8 +664,12 @@ class Run:
                 self.reasons.append(f"client on {h} did not end by stop-at + 30 s")
             if rc:
                 self.reasons.append(f"client on {h} exited with {rc} (see log/client-{h}.out)")
+        if chain:
+            self.install_reference_schedule()
         if self.persistent is not None:
             self.stop_persistent(stop_at)
+        if self.cross is not None:
+            self.stop_cross(stop_at)
         cpu.halt.set()
         cpu.join()
         self.checks.update(cpu.check())
@@ -591,7 +680,7 @@ class Run:
         self.stop_servers()
         self.stop_trace()
         self.stop_captures()
-        self.write_json("qdisc/after.json", qdisc_stats(net))
+        self.write_json("qdisc/after.json", qdisc_stats(net, self.routers()))
         if self.p4:
             after_p4 = p4_state(self.p4)
             self.write_json("qdisc/p4-after.json", after_p4)
@@ -601,10 +690,28 @@ class Run:
             self.write_json(f"nstat/{h}.json", {"before": self.nstat_before[h], "after": after[h]})
         self.workload_checks()
 
+    def is_chain(self) -> bool:
+        return self.spec["topology"]["kind"] == "chain"
+
+    def routers(self):
+        return self.hostsj.get("routers", ("rl", "rr"))
+
+    def client_hosts(self) -> list[str]:
+        """Hosts that run a flow client: every dumbbell host (each replays its schedule rows); the chain's
+        reference user's sender only."""
+        return [self.hostsj["reference"]["src"]] if self.is_chain() else list(self.hostsj["hosts"])
+
+    def server_hosts(self) -> list[str]:
+        return [self.hostsj["reference"]["dst"]] if self.is_chain() else list(self.hostsj["hosts"])
+
+    def client_cmd(self) -> list[str]:
+        """The chain's reference user is Python only (workloads.reference); the dumbbell's client is the
+        spec's workload_impl."""
+        return [sys.executable, "-m", "workloads.reference"] if self.is_chain() else workload_cmd("client", self.spec)
+
     def start_captures(self):
         snap = str(self.spec["capture"]["snaplen"])
-        points = {f"sender-{h}": (h, f"{h}-eth0") for h in self.hostsj["hosts"]}
-        points.update({"bneck-in": ("rl", "rl-eth0"), "bneck-out": ("rr", "rr-eth0")})
+        points = capture_points(self.hostsj)
         for name, (node, intf) in points.items():
             self.procs[f"pcap-{name}"] = popen(
                 ["tcpdump", "-i", intf, "-s", snap, "-B", "16384", "-n", "-w",
@@ -632,9 +739,12 @@ class Run:
                                           "ok": True}
             self.log(f"favor trace: {FAVOR_TRACE} missing, not traced")
             return
+        if not any(h["aqm"] for h in self.hostsj.get("hops", [{"aqm": True}])):
+            return     # a chain with aqm_hops [] has no favor queue to trace
+        bneck = self.hostsj["bottleneck"]    # the dumbbell's rl-eth1; the chain's first AQM hop (r0-next)
         self.procs["trace"] = popen([sys.executable, str(FAVOR_TRACE), "--out",
-                                     str(self.dir / "qdisc" / "favor-trace.csv"), "--dev", "rl-eth1"],
-                                    self.net.get("rl"), stdout=(self.dir / "log" / "favor-trace.out").open("w"),
+                                     str(self.dir / "qdisc" / "favor-trace.csv"), "--dev", bneck["intf"]],
+                                    self.net.get(bneck["node"]), stdout=(self.dir / "log" / "favor-trace.out").open("w"),
                                     stderr=subprocess.STDOUT)
         self.checks["favor_trace"] = {"configured": True, "measured": "traced", "ok": True}
 
@@ -649,7 +759,7 @@ class Run:
         self.checks["favor_trace"] = trace_check(self.dir / "qdisc" / "favor-trace.csv")
 
     def start_servers(self):
-        for h in self.hostsj["hosts"]:
+        for h in self.server_hosts():
             self.procs[f"server-{h}"] = popen(
                 workload_cmd("server", self.spec) + ["--host", h, "--hosts", str(self.dir / "hosts.json"),
                  "--port", "5001", "--log", str(self.dir / "flows" / f"server-{h}.csv")], self.net.get(h),
@@ -706,11 +816,106 @@ class Run:
         self.checks["persistent_flows"] = {"configured": n, "measured": streams if not problems else
                                            f"{streams} streams; " + "; ".join(problems), "ok": streams == n}
 
+    def start_cross(self, t0: float):
+        """The chain's cross traffic: one iperf3 TCP stream per cross flow (hosts.json cross_flows: x<k>s<i>
+        -> x<k>r, one hop each), from warmup_cross_s before t0 to the end of the traffic, so the hops'
+        queues are loaded when the reference user begins. As start_persistent: one iperf3 server per flow on
+        its receiver (ports 5201..), each client waits in a shell of its sender's namespace, all in the
+        run's cgroup."""
+        from workloads import persistent
+        s = self.spec
+        w = float(s["workload"]["warmup_cross_s"])
+        cross = self.hostsj.get("cross_flows", [])
+        d = self.dir / "cross"
+        d.mkdir(exist_ok=True)
+        start = t0 - w
+        total = w + s["duration_s"] + s["drain_s"]
+        ips = {h: v["ip"] for h, v in self.hostsj["hosts"].items()}
+        groups = persistent.persistent_plan(ips, total, len(cross), 0.0,
+                                            pairs=[(c["src"], c["dst"]) for c in cross]) if cross else []
+        self.write_json("cross/plan.json", {"flows": len(cross), "warmup_cross_s": w, "t0_unix": t0,
+                                            "start_unix": start, "groups": [vars(g) for g in groups]})
+        self.cross = groups
+        for g in groups:
+            self.procs[f"crosss-{g.dst}-{g.port}"] = popen(
+                g.server, self.net.get(g.dst), cgroup=self.cgroup_path(),
+                stdout=(self.dir / "log" / f"iperf3-server-{g.dst}-{g.port}.json").open("w"), stderr=subprocess.STDOUT)
+        time.sleep(0.5)
+        for g in groups:
+            wait = max(0.0, start + g.start_s - time.time())
+            self.procs[f"crossc-{g.src}-{g.dst}"] = popen(
+                ["sh", "-c", f'sleep {wait:.3f} && exec "$@"', "sh", *g.client], self.net.get(g.src),
+                cgroup=self.cgroup_path(), stdout=(d / f"iperf3-{g.src}-{g.dst}.json").open("w"),
+                stderr=(self.dir / "log" / f"iperf3-{g.src}-{g.dst}.err").open("w"))
+        self.log(f"cross traffic: {len(groups)} iperf3 flows from t0 - {w:g} s to the end of the traffic")
+
+    def stop_cross(self, stop_at: float):
+        """Wait for the cross flows' iperf3 clients (they end with the traffic); check every one reported
+        (cross_flows, as persistent_flows)."""
+        from workloads import persistent
+        streams, problems = 0, []
+        for g in self.cross:
+            p = self.procs.pop(f"crossc-{g.src}-{g.dst}")
+            try:
+                rc = p.wait(timeout=max(5.0, stop_at - time.time() + 30))
+            except subprocess.TimeoutExpired:
+                rc = stop(p)
+                problems.append(f"{g.src}-{g.dst} did not end")
+            try:
+                got = persistent.parse_iperf3_json((self.dir / "cross" / f"iperf3-{g.src}-{g.dst}.json").read_text())
+                streams += sum(1 for st in got["streams"] if st["bytes"] > 0)
+            except (OSError, persistent.Iperf3Error) as e:
+                problems.append(f"{g.src}-{g.dst}: {e} (exit {rc})")
+        for k in [k for k in self.procs if k.startswith("crosss-")]:
+            stop(self.procs.pop(k))
+        n = len(self.hostsj.get("cross_flows", []))
+        self.checks["cross_flows"] = {"configured": n, "measured": streams if not problems else
+                                      f"{streams} streams; " + "; ".join(problems), "ok": streams == n}
+
+    def start_reference(self, t0: float, stop_at: float) -> subprocess.Popen:
+        """The chain's closed-loop reference user on its sender (workloads.reference: the run's seed, the
+        same for every AQM; the spec's sizes), from t0 to stop_at, logging flows/client-<src>.csv as a
+        client does; the flows it started go to flows/reference-schedule.csv (install_reference_schedule)."""
+        s, ref = self.spec, self.hostsj["reference"]
+        mss = int(s["topology"].get("mtu", 1500)) - 40
+        h = ref["src"]
+        p = popen(["nice", "-n", str(CLIENT_NICE), *self.client_cmd(), "--host", h, "--dst", ref["dst"],
+                   "--hosts", str(self.dir / "hosts.json"), "--t0", f"{t0:.6f}", "--stop-at", f"{stop_at:.6f}",
+                   "--seed", str(s["seed"]), "--sizes", sizes_arg(s["sizes"]), "--mss", str(mss),
+                   "--log", str(self.dir / "flows" / f"client-{h}.csv"),
+                   "--schedule-out", str(self.dir / "flows" / "reference-schedule.csv")],
+                  self.net.get(h), cwd=REPO, cgroup=self.cgroup_path(),
+                  stdout=(self.dir / "log" / f"client-{h}.out").open("w"), stderr=subprocess.STDOUT)
+        self.procs[f"client-{h}"] = p
+        return p
+
+    def install_reference_schedule(self):
+        """The chain has no open-loop schedule: the controller's schedule.csv is a header (workloads.schedule
+        --topology chain). The flows the reference user started become the run's schedule.csv, so extraction
+        joins them by flow id like any schedule's (docs/contracts.md, "Run directory")."""
+        src = self.dir / "flows" / "reference-schedule.csv"
+        if src.is_file():
+            os.replace(src, self.dir / self.spec.get("schedule", "schedule.csv"))
+            self.log("schedule.csv: the reference user's flows")
+        else:
+            self.reasons.append("the reference user wrote no schedule (flows/reference-schedule.csv): see "
+                                f"log/client-{self.hostsj['reference']['src']}.out")
+
     def stop_servers(self):
         for k in [k for k in self.procs if k.startswith("server-")]:
             stop(self.procs.pop(k))
 
     def workload_checks(self):
+        if self.is_chain():
+            # no open-loop schedule: the reference user's own fidelity check replaces workloads.checks
+            from workloads import reference
+            log = self.dir / "flows" / f"client-{self.hostsj['reference']['src']}.csv"
+            try:
+                self.checks.update(reference.check_log(log))
+            except Exception as e:  # noqa: BLE001 - a missing or broken log makes the run invalid
+                self.checks["reference_loop"] = {"configured": "closed loop", "measured": f"check failed: {e}",
+                                                 "ok": False}
+            return
         try:
             from workloads import checks
         except ImportError as e:

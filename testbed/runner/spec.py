@@ -23,13 +23,16 @@ def _check(spec: dict, path: str, ok, fix: str) -> None:
         raise SpecError(f"run.json: field {path}={cur!r} is invalid: {fix}")
 
 
+# topology kinds the runner builds (testbed/runner/run.py's TOPOLOGIES maps each to its module)
+KINDS = ("dumbbell", "chain")
+# the workload kind each topology runs: the chain has no open-loop schedule, only its reference user
+WORKLOADS = {"dumbbell": ("web", "persistent"), "chain": ("reference",)}
+
 RULES = [
     ("run_id", lambda v: isinstance(v, str) and v and "/" not in v, "a non-empty name without '/'"),
-    ("topology.kind", lambda v: v == "dumbbell", "only 'dumbbell' is implemented"),
+    ("topology.kind", lambda v: v in KINDS, f"one of {', '.join(KINDS)}"),
     ("topology.bottleneck_mbps", lambda v: _num(v) and v > 0, "a positive rate in Mb/s"),
     ("topology.access_mbps", lambda v: _num(v) and v > 0, "a positive rate in Mb/s"),
-    ("topology.left_delays_ms", lambda v: isinstance(v, list) and len(v) == 3, "three one-way delays (ms)"),
-    ("topology.right_delays_ms", lambda v: isinstance(v, list) and len(v) == 3, "three one-way delays (ms)"),
     ("aqm.forward.kind", lambda v: isinstance(v, str) and v.isidentifier(), "a tc qdisc kind, e.g. pfifo"),
     ("aqm.forward.args", lambda v: isinstance(v, list), "a list of tc arguments, e.g. [limit, 8]"),
     ("aqm.reverse.kind", lambda v: isinstance(v, str) and v.isidentifier(), "a tc qdisc kind, e.g. pfifo"),
@@ -43,6 +46,10 @@ RULES = [
     ("capture.snaplen", lambda v: isinstance(v, int) and 64 <= v <= 65535, "an integer 64..65535"),
     ("seed", lambda v: isinstance(v, int), "an integer"),
 ]
+DUMBBELL_RULES = [
+    ("topology.left_delays_ms", lambda v: isinstance(v, list) and len(v) == 3, "three one-way delays (ms)"),
+    ("topology.right_delays_ms", lambda v: isinstance(v, list) and len(v) == 3, "three one-way delays (ms)"),
+]
 
 
 def validate(spec: dict) -> dict:
@@ -50,15 +57,38 @@ def validate(spec: dict) -> dict:
         raise SpecError("run.json: the top level must be an object")
     for path, ok, fix in RULES:
         _check(spec, path, ok, fix)
+    kind = spec["topology"]["kind"]
+    w = spec.get("workload", {"kind": "web"})
+    if isinstance(w, dict) and w.get("kind") in ("web", "persistent", "reference") and w["kind"] not in WORKLOADS[kind]:
+        raise SpecError(f"run.json: field topology.kind={kind!r} does not run workload.kind={w['kind']!r}: "
+                        f"a {kind} runs {' or '.join(WORKLOADS[kind])} (absent workload means web)")
+    if kind == "dumbbell":
+        for path, ok, fix in DUMBBELL_RULES:
+            _check(spec, path, ok, fix)
+    else:
+        from topologies import chain
+        from topologies.dumbbell import TopologyError
+        try:
+            chain.validate(spec["topology"])
+            chain.validate_aqm(spec["aqm"])
+        except TopologyError as e:
+            raise SpecError(f"run.json: field {e}") from None
     rto = spec["tcp"].get("initial_rto_ms")
     if rto is not None and not (_num(rto) and 200 <= rto <= 120000):
         raise SpecError(f"run.json: field tcp.initial_rto_ms={rto!r} is invalid: null or 200..120000 ms")
     if spec.get("workload_impl", "python") not in ("python", "go"):
         raise SpecError(f"run.json: field workload_impl={spec['workload_impl']!r} is invalid: python or go")
-    w = spec.get("workload", {"kind": "web"})
-    if not isinstance(w, dict) or w.get("kind") not in ("web", "persistent"):
-        raise SpecError(f"run.json: field workload={w!r} is invalid: {{kind: web}} or {{kind: persistent, "
-                        f"flows: N, start_s: S}}")
+    if not isinstance(w, dict) or w.get("kind") not in ("web", "persistent", "reference"):
+        raise SpecError(f"run.json: field workload={w!r} is invalid: {{kind: web}}, {{kind: persistent, "
+                        f"flows: N, start_s: S}} or {{kind: reference, warmup_cross_s: S}}")
+    if w["kind"] == "reference":
+        if not (_num(w.get("warmup_cross_s")) and w["warmup_cross_s"] >= 0):
+            raise SpecError(f"run.json: field workload.warmup_cross_s={w.get('warmup_cross_s')!r} is invalid: "
+                            f"seconds >= 0 the cross traffic starts before t0")
+        d = spec.get("sizes", {}).get("distribution")
+        if d not in ("pareto", "lomax", "exponential"):
+            raise SpecError(f"run.json: field sizes.distribution={d!r} is invalid: the reference user draws "
+                            f"pareto, lomax or exponential")
     if w["kind"] == "persistent":
         if not (isinstance(w.get("flows"), int) and w["flows"] >= 1):
             raise SpecError(f"run.json: field workload.flows={w.get('flows')!r} is invalid: persistent flows, 1 or more")

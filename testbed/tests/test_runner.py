@@ -511,3 +511,271 @@ def test_an_exited_process_keeps_its_group():
     assert me[1] != runmod.KTHREAD
     kthreads = [v for v in runmod.proc_ticks().values() if v[1] == runmod.KTHREAD]
     assert any(v[0] == "kthreadd" for v in kthreads)                # PID 2, the kernel threads' parent
+
+
+# ---------------------------------------------------------------- scenario chain (paper Section 8)
+
+def _chain_spec(**topo) -> dict:
+    """A chain run.json as orchestrate.experiment writes it: chain.validate's topology (the paper's
+    defaults), the reference workload, load 0."""
+    from topologies import chain
+    s = copy.deepcopy(SPEC)
+    s.update(run_id="chain-10M-buf8-pareto30-paper-reno_favor_load0.00_iw2_rep0", scenario="chain", load=0.0,
+             reverse_load=0.0, workload={"kind": "reference", "warmup_cross_s": 10.0},
+             sizes={"distribution": "pareto", "shape": 1.3, "mean_pkts": 30},
+             topology=chain.validate(dict({"bottleneck_mbps": 10, "hop_mbps": 10}, **topo)),
+             aqm={"name": "favor", "forward": {"kind": "favor", "args": ["limit", "8"]},
+                  "reverse": {"kind": "pfifo", "args": ["limit", "8"]}})
+    s["capture"]["points"] = ["sender-us", "sender-ur", "bneck-in", "bneck-out"]
+    return s
+
+
+def test_spec_accepts_the_chain_and_its_reference_workload():
+    assert specmod.validate(_chain_spec())
+    assert specmod.validate(_chain_spec(hops=3, cross_flows_per_hop=2, cross_delays_ms=[10, 50], aqm_hops=[]))
+
+
+@pytest.mark.parametrize("mutate, words", [
+    (lambda s: s["topology"].update(hops=0), "topology.hops=0"),
+    (lambda s: s["topology"].update(aqm_hops=[9]), "topology.aqm_hops=[9]"),
+    (lambda s: s["topology"].update(left_delays_ms=[0, 1, 2]), "topology.left_delays_ms: not a field of kind 'chain'"),
+    (lambda s: s.update(workload={"kind": "web"}), "topology.kind='chain' does not run workload.kind='web'"),
+    (lambda s: s.pop("workload"), "topology.kind='chain' does not run workload.kind='web'"),
+    (lambda s: s["workload"].update(warmup_cross_s=-1), "workload.warmup_cross_s=-1"),
+    (lambda s: s.update(sizes={"distribution": "bounded_pareto"}), "sizes.distribution='bounded_pareto'"),
+    (lambda s: s["aqm"]["forward"].update(kind="p4"), "aqm.forward.kind='p4'"),
+])
+def test_chain_spec_validation_names_the_field(mutate, words):
+    s = _chain_spec()
+    mutate(s)
+    with pytest.raises(specmod.SpecError, match=re.escape(words)):
+        specmod.validate(s)
+
+
+def test_reference_workload_is_refused_on_the_dumbbell():
+    with pytest.raises(specmod.SpecError, match=re.escape("topology.kind='dumbbell' does not run workload.kind='reference'")):
+        specmod.validate(dict(copy.deepcopy(SPEC), workload={"kind": "reference", "warmup_cross_s": 5}))
+
+
+def test_runner_dispatches_on_the_topology_kind():
+    from topologies import chain
+    assert runmod.topology_module("chain") is chain
+    assert runmod.topology_module("dumbbell") is dumbbell
+    with pytest.raises(specmod.SpecError, match="topology.kind='ring'"):
+        runmod.topology_module("ring")
+
+
+def test_capture_points_come_from_the_topology():
+    """The chain's tcpdumps are chain.capture_points (not rl/rr); the dumbbell's stay exactly as they were."""
+    from topologies import chain
+    t = _chain_spec()["topology"]
+    got = runmod.capture_points(chain.hosts_json(t))
+    assert got == {n: (p["node"], p["intf"]) for n, p in chain.capture_points(t).items()}
+    assert got["bneck-in"] == ("r0", "r0-lan") and got["bneck-out"] == ("r1", "r1-prev") and len(got) == 4
+    dumb = runmod.capture_points(dumbbell.hosts_json(dict(SPEC["topology"])))
+    assert dumb == {**{f"sender-{h}": (h, f"{h}-eth0") for h in dumbbell.HOSTS},
+                    "bneck-in": ("rl", "rl-eth0"), "bneck-out": ("rr", "rr-eth0")}
+
+
+def test_chain_probes_the_reference_path_a_sample_of_cross_paths_and_one_hop():
+    from topologies import chain
+    hj = chain.hosts_json(_chain_spec()["topology"])
+    paths = runmod.rtt_probe_paths(hj)
+    assert paths["us-ur"] == 110
+    # each hop's first and last cross flow: 22 and 202 ms
+    assert {k: v for k, v in paths.items() if k != "us-ur"} == {
+        **{f"x{k}s1-x{k}r": 22 for k in range(1, 6)}, **{f"x{k}s10-x{k}r": 202 for k in range(1, 6)}}
+    assert runmod.rate_probe_pair(hj) == ("x1s1", "x1r")
+    alone = chain.hosts_json(_chain_spec(cross_flows_per_hop=0, cross_delays_ms=[])["topology"])
+    assert runmod.rate_probe_pair(alone) == ("us", "ur") and runmod.rtt_probe_paths(alone) == {"us-ur": 110}
+    dj = dumbbell.hosts_json(dict(SPEC["topology"]))
+    assert runmod.rtt_probe_paths(dj) is dj["paths_rtt_ms"] and runmod.rate_probe_pair(dj) == ("a1", "b1")
+
+
+class _FakeNet:
+    def get(self, name):
+        return name
+
+
+def _chain_run(tmp_path, spec) -> "runmod.Run":
+    from topologies import chain
+    r = runmod.Run(tmp_path)
+    r.spec, r.net = spec, _FakeNet()
+    r.hostsj = chain.hosts_json(spec["topology"])
+    (tmp_path / "hosts.json").write_text(json.dumps(r.hostsj))
+    for d in ("flows", "log"):
+        (tmp_path / d).mkdir(exist_ok=True)
+    return r
+
+
+def test_chain_run_has_its_routers_one_server_one_client_and_traces_hop_1(tmp_path, monkeypatch):
+    spec = dict(_chain_spec(), trace_favor=True)
+    r = _chain_run(tmp_path, spec)
+    assert r.routers() == ["r0", "r1", "r2", "r3", "r4", "r5"]
+    assert r.client_hosts() == ["us"] and r.server_hosts() == ["ur"]
+    assert r.client_cmd() == [sys.executable, "-m", "workloads.reference"]
+    started = []
+    monkeypatch.setattr(runmod, "popen", lambda argv, node=None, **kw: started.append((argv, node)) or object())
+    trace = tmp_path / "favor_trace.py"
+    trace.write_text("")
+    monkeypatch.setattr(runmod, "FAVOR_TRACE", trace)
+    r.start_trace()
+    (argv, node), = started
+    assert node == "r0" and argv[argv.index("--dev") + 1] == "r0-next"     # hop 1's forward queue
+    # the dumbbell's trace stays on rl-eth1, its routers rl and rr, every host a client and a server
+    d = runmod.Run(tmp_path / "d")
+    d.spec, d.net, d.hostsj = dict(copy.deepcopy(SPEC), trace_favor=True), _FakeNet(), dumbbell.hosts_json(SPEC["topology"])
+    d.spec["aqm"]["forward"] = {"kind": "favor", "args": ["limit", "8"]}
+    (tmp_path / "d" / "qdisc").mkdir(parents=True)
+    started.clear()
+    d.start_trace()
+    assert started[0][1] == "rl" and started[0][0][-1] == "rl-eth1"
+    assert d.routers() == ("rl", "rr") and d.client_hosts() == list(dumbbell.HOSTS) == d.server_hosts()
+
+
+def test_reference_user_command_and_its_schedule(tmp_path, monkeypatch):
+    """The reference user gets the run's seed, sizes, t0 and stop-at, logs as a client does; the flows it
+    started replace the controller's header-only schedule.csv, and check_log is the run's check."""
+    from workloads.schedfile import Flow, write_schedule
+    spec = _chain_spec()
+    r = _chain_run(tmp_path, spec)
+    started = []
+    monkeypatch.setattr(runmod, "popen", lambda argv, node=None, **kw: started.append((argv, node)) or object())
+    r.start_reference(1000.0, 1340.0)
+    (argv, node), = started
+    assert node == "us" and argv[:3] == ["nice", "-n", str(runmod.CLIENT_NICE)]
+    opt = {a: argv[i + 1] for i, a in enumerate(argv) if a.startswith("--") and i + 1 < len(argv)}
+    assert opt["--host"] == "us" and opt["--dst"] == "ur" and opt["--seed"] == str(spec["seed"])
+    assert float(opt["--t0"]) == 1000.0 and float(opt["--stop-at"]) == 1340.0 and opt["--mss"] == "1460"
+    assert opt["--sizes"] == "pareto:shape=1.3,mean_pkts=30"
+    assert opt["--log"] == str(tmp_path / "flows" / "client-us.csv")
+    # every flag the runner passes is one workloads.reference takes
+    helptext = subprocess.run([sys.executable, "-m", "workloads.reference", "--help"], cwd=REPO,
+                              capture_output=True, text=True).stdout
+    for flag in opt:
+        assert flag in helptext, flag
+    (tmp_path / "schedule.csv").write_text("# generator=workloads.schedule\n# topology=chain\n"
+                                           "flow_id,start_s,size_bytes,size_pkts,src,dst,direction,kind\n")
+    flows = [Flow(0, 0.0, 14600, 10, "us", "ur", "forward", "reference"),
+             Flow(1, 0.31, 2920, 2, "us", "ur", "forward", "reference")]
+    write_schedule(Path(opt["--schedule-out"]), {"generator": "workloads.reference", "seed": spec["seed"]}, flows)
+    r.install_reference_schedule()
+    assert "generator=workloads.reference" in (tmp_path / "schedule.csv").read_text()
+    assert not Path(opt["--schedule-out"]).exists() and not r.reasons
+    from workloads.client import LOG_COLUMNS
+    rows = [dict.fromkeys(LOG_COLUMNS, "") | {"flow_id": 0, "scheduled_s": 0.0, "actual_start_s": 0.001,
+                                              "end_s": 0.3, "outcome": "completed"},
+            dict.fromkeys(LOG_COLUMNS, "") | {"flow_id": 1, "scheduled_s": 0.31, "actual_start_s": 0.311,
+                                              "end_s": 0.5, "outcome": "completed"}]
+    import csv
+    with open(opt["--log"], "w", newline="") as f:
+        w = csv.DictWriter(f, LOG_COLUMNS)
+        w.writeheader()
+        w.writerows(rows)
+    r.workload_checks()
+    assert r.checks["reference_loop"]["ok"] and r.checks["reference_loop"]["completed"] == 2
+    # without the reference user's output the run is invalid, not the runner crashed
+    r2 = _chain_run(tmp_path / "r2", spec)
+    r2.install_reference_schedule()
+    r2.workload_checks()
+    assert r2.reasons and not r2.checks["reference_loop"]["ok"]
+
+
+def test_cross_traffic_is_one_iperf3_flow_per_cross_flow_from_before_t0(tmp_path, monkeypatch):
+    from workloads import persistent
+    spec = _chain_spec(hops=2, cross_flows_per_hop=3, cross_delays_ms=[10, 20, 30])
+    r = _chain_run(tmp_path, spec)
+    started = []
+
+    class P:
+        def __init__(self, argv):
+            self.argv = argv
+
+        def wait(self, timeout=None):
+            return 0
+    monkeypatch.setattr(runmod, "popen", lambda argv, node=None, **kw: started.append((argv, node)) or P(argv))
+    monkeypatch.setattr(runmod, "stop", lambda p, *a, **k: 0)
+    monkeypatch.setattr(runmod.time, "sleep", lambda s: None)
+    t0 = time.time() + 20
+    r.start_cross(t0)
+    plan = json.loads((tmp_path / "cross" / "plan.json").read_text())
+    pairs = [(g["src"], g["dst"]) for g in plan["groups"]]
+    assert pairs == [(c["src"], c["dst"]) for c in r.hostsj["cross_flows"]] and len(pairs) == 6
+    assert all(g["streams"] == 1 and g["start_s"] == 0 for g in plan["groups"])
+    # from warmup_cross_s before t0 to the end of the traffic; ten servers per receiver at most, own ports
+    total = 10 + spec["duration_s"] + spec["drain_s"]
+    assert all(g["duration_s"] == total for g in plan["groups"])
+    assert sorted(g["port"] for g in plan["groups"] if g["dst"] == "x1r") == [5201, 5202, 5203]
+    servers = [(a, n) for a, n in started if a[:2] == ["iperf3", "-s"]]
+    clients = [(a, n) for a, n in started if a[0] == "sh"]
+    assert {n for _, n in servers} == {"x1r", "x2r"} and {n for _, n in clients} == {c[0] for c in pairs}
+    wait = float(clients[0][0][2].split()[1])
+    assert 8.5 <= wait <= 10.0, wait          # t0 - 10 s, t0 being 20 s away
+    for g in plan["groups"]:
+        (tmp_path / "cross" / f"iperf3-{g['src']}-{g['dst']}.json").write_text(json.dumps(
+            {"end": {"streams": [{"sender": {"bytes": 1000, "seconds": total, "bits_per_second": 1e6}}]}}))
+    r.stop_cross(t0 + 1)
+    assert r.checks["cross_flows"] == {"configured": 6, "measured": 6, "ok": True}
+    assert persistent.IPERF3_PORT_BASE == 5201
+
+
+@pytest.mark.guest
+@pytest.mark.slow
+def test_chain_run_end_to_end(guest, tmp_path):
+    """Scenario chain (Section 8) in the guest: five 10 Mb/s hops, FaQ at hop 1 only, two cross flows per
+    hop (the paper has ten; two keep the TCG guest's CPU in budget), the reference user for 30 s."""
+    from orchestrate import remote
+    from topologies import chain
+    from workloads import schedule
+    from workloads.schedfile import read_schedule
+    ssh, t = guest
+    spec = _chain_spec(hops=5, cross_flows_per_hop=2, cross_delays_ms=[10, 50])
+    spec.update(duration_s=30, warmup_s=5, drain_s=10, trace_favor=True)
+    spec["workload"]["warmup_cross_s"] = 5
+    (tmp_path / "run.json").write_text(json.dumps(spec))
+    meta, flows = schedule.generate(0, 10, spec["duration_s"], spec["seed"], "pareto:shape=1.3,mean_pkts=30",
+                                    reverse_load=0, topology="chain")
+    schedule.write_schedule(tmp_path / "schedule.csv", meta, flows)
+    run_dir = tmp_path / "runs" / spec["run_id"]
+    t0 = time.time()
+    remote.execute(ssh, run_dir, tmp_path / "run.json", tmp_path / "schedule.csv")
+    print(f"wall time of a {spec['duration_s']} s chain run: {time.time() - t0:.0f} s")
+    hj = chain.hosts_json(spec["topology"])
+    for f in ("run.json", "schedule.csv", "hosts.json", "manifest.json", "fidelity.json", "cpu.json",
+              "qdisc/before.json", "qdisc/after.json", "log/runner.log", "flows/client-us.csv",
+              "flows/server-ur.csv", "cross/plan.json", "DONE"):
+        assert (run_dir / f).is_file(), f
+    for p in chain.capture_points(spec["topology"]):
+        assert (run_dir / "pcap" / f"{p}.pcap").stat().st_size > 24, p
+    for h in hj["hosts"]:
+        assert set(json.loads((run_dir / "nstat" / f"{h}.json").read_text())) == {"before", "after"}
+    fid = json.loads((run_dir / "fidelity.json").read_text())
+    checks = fid["checks"]
+    print(json.dumps({k: v.get("measured") for k, v in checks.items() if k not in ("tcp_applied",)}, default=str))
+    rtt = checks["rtt_us-ur_ms"]["measured"]
+    print(f"reference path idle RTT: {rtt} ms (configured 110)")
+    assert abs(rtt - 110) < 5
+    rate = checks["bottleneck_rate_mbps"]["measured"]
+    print(f"hop rate (x1s1 -> x1r): {rate:.2f} Mb/s")
+    assert abs(rate - 10) <= 1.0
+    assert checks["cross_flows"] == {"configured": 10, "measured": 10, "ok": True}, checks["cross_flows"]
+    assert checks["reference_loop"]["ok"], checks["reference_loop"]
+    import csv
+    with open(run_dir / "flows" / "client-us.csv", newline="") as f:
+        rows = list(csv.DictReader(f))
+    done = [r for r in rows if r["outcome"] == "completed"]
+    print(f"reference user: {len(done)} of {len(rows)} flows completed")
+    assert len(done) >= 5
+    # schedule.csv is now the reference user's flows, by flow id, as extraction joins them
+    smeta, sflows = read_schedule(run_dir / "schedule.csv")
+    assert smeta["generator"] == "workloads.reference" and int(smeta["seed"]) == spec["seed"]
+    assert [f.flow_id for f in sflows] == [int(r["flow_id"]) for r in rows]
+    assert {(f.src, f.dst, f.kind) for f in sflows} == {("us", "ur", "reference")}
+    # the favor leaf sits at hop 1 only (r0-next); every other hop's queue is pfifo
+    after = json.loads((run_dir / "qdisc" / "after.json").read_text())
+    favor = {(r, q["dev"]) for r, qs in after.items() for q in qs if q.get("kind") == "favor"}
+    assert favor == {("r0", "r0-next")}, favor
+    for k in range(2, 6):
+        kinds = {q["kind"] for q in after[f"r{k - 1}"] if q.get("dev") == f"r{k - 1}-next"}
+        assert "pfifo" in kinds and "htb" in kinds, (k, kinds)
+    assert checks["favor_trace"]["configured"] is True     # traced on r0-next (or told why not)
