@@ -376,7 +376,8 @@ def extract(rundir, outdir, write_packets=True):
     joined = {f["flow_id"] for f in flows}
     flows += [unseen_row(s, window) for flow_id, s in sched.items() if flow_id not in joined]
     # the path's configured RTT (hosts.json, as the runner built the topology): F5's RTT classes
-    paths = (load_json(os.path.join(rundir, "hosts.json"), {}) or {}).get("paths_rtt_ms", {})
+    hostsj = load_json(os.path.join(rundir, "hosts.json"), {}) or {}
+    paths = hostsj.get("paths_rtt_ms", {})
     for f in flows:
         f["path_rtt_ms"] = paths.get(f"{f['src']}-{f['dst']}", paths.get(f"{f['dst']}-{f['src']}", ""))
     # 4-tuple -> (sorted SYN times, rows): splits a reused 4-tuple's bottleneck packets and trace events
@@ -392,6 +393,10 @@ def extract(rundir, outdir, write_packets=True):
         # interface capture also sees reverse traffic leaving rl, which never passes the AQM.
         left = {f["src_ip"] for f in flows if f["seen"] and str(f["src"]).startswith("a")} | \
                {f["dst_ip"] for f in flows if f["seen"] and str(f["dst"]).startswith("a")}
+        if hostsj.get("kind") == "chain":
+            # the chain's hop 1 takes what the hosts of r0's LAN send (the reference user and hop 1's cross
+            # senders); the ACKs towards them pass both capture points the other way
+            left = {h["ip"] for h in hostsj.get("hosts", {}).values() if h.get("lan") == 0}
         fwd = (lambda p: p.src in left) if left else (lambda p: True)
         bpairs = bottleneck(filter(fwd, read_pcap(bin_)), [p for p in read_pcap(bout) if fwd(p)])
         per_flow_b = defaultdict(lambda: [0, 0, 0, 0.0, 0])  # in, out, data drops, qdelay sum, SYN drops

@@ -340,3 +340,31 @@ def test_persistent_flows_come_from_iperf3_and_stay_out_of_flows(tmp_path):
     _, row = ex.extract(web.write(), str(tmp_path / "t2"), False)
     assert (tmp_path / "t2" / "persistent.csv").read_text().strip() == ",".join(ex.PERSISTENT_COLS)
     assert row["persistent_conns"] == 0 and row["persistent_share_pct_mean"] == ""
+
+
+def test_chain_reference_flows_join_by_the_schedule_and_hop_1_keeps_its_direction(tmp_path):
+    """Scenario chain: the runner's schedule.csv is the reference user's flows (us -> ur), joined by flow id
+    as any schedule's; hop 1's captures (bneck-in r0-lan, bneck-out r1-prev) also see the ACKs towards the
+    user pass the other way, which are not hop 1's arrivals (the hosts of r0's LAN are the senders)."""
+    import dpkt
+    import gzip
+    run = synth.Run(str(tmp_path / "c"))
+    synth.clean(run.flow(0, 42000, 3, 2.0), 2.0)
+    ack = synth._frame(synth.HOSTS["b1"], synth.HOSTS["a1"], 5001, 42000, dpkt.tcp.TH_ACK, 5001, 1, b"", 9)
+    run.add("bneck-out", 2.5, ack)           # r1-prev first, then r0-lan: the reverse direction
+    run.add("bneck-in", 2.52, ack)
+    d = run.write()
+    for old, new in (("a1", "us"), ("b1", "ur")):
+        os.rename(os.path.join(d, "pcap", f"sender-{old}.pcap"), os.path.join(d, "pcap", f"sender-{new}.pcap"))
+    sched = open(os.path.join(d, "schedule.csv")).read().replace(",a1,b1,forward,web", ",us,ur,forward,reference")
+    open(os.path.join(d, "schedule.csv"), "w").write("# generator=workloads.reference\n" + sched)
+    json.dump({"kind": "chain", "hosts": {"us": {"ip": synth.HOSTS["a1"], "lan": 0},
+                                          "ur": {"ip": synth.HOSTS["b1"], "lan": 5}},
+               "paths_rtt_ms": {"us-ur": 110}}, open(os.path.join(d, "hosts.json"), "w"))
+    flows, row = ex.extract(d, str(tmp_path / "t"))
+    assert [(f["flow_id"], f["src"], f["dst"], f["complete"], f["path_rtt_ms"]) for f in flows] == \
+        [(0, "us", "ur", 1, 110)]
+    assert flows[0]["drops"] == 0 and flows[0]["bneck_in"] == flows[0]["bneck_out"] > 0
+    with gzip.open(tmp_path / "t" / "packets.csv.gz", "rt") as f:
+        pk = list(csv.DictReader(f))
+    assert pk and {p["src"] for p in pk} == {synth.HOSTS["a1"]} and not any(p["dropped"] == "1" for p in pk)
