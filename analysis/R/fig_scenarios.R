@@ -2,10 +2,10 @@
 fig_F9 <- function(t, out) {
   fl <- common_flows(metric_flows(t))
   if (!nrow(fl)) return(skip_fig("F9", "no flows"))
-  fl[, sweep := scenario_key(.SD, "buffer_pkts")]
-  d <- fl[, .(v = latency_mean(.SD), flows = .N, runs = uniqueN(run_id)), by = .(sweep, aqm, buffer = num(buffer_pkts))]
-  d <- d[sweep %in% d[, .(n = uniqueN(buffer)), by = sweep][n >= 2]$sweep]
-  if (!nrow(d)) return(skip_fig("F9", "needs runs at several buffer sizes of one scenario"))
+  fl <- sweep_schedules(fl, "buffer_pkts")
+  if (!nrow(fl)) return(skip_fig("F9", "needs runs at several buffer sizes of one scenario and load"))
+  d <- fl[, .(v = latency_mean(.SD), flows = .N, runs = uniqueN(run_id), loads = paste(sort(unique(num(load))), collapse = " ")),
+          by = .(sweep, aqm, buffer = num(buffer_pkts))]
   n <- n_note(d)
   p <- ggplot(d, aes(buffer, v, colour = aqm)) + geom_line() + geom_point() + aqm_scale() + n_labels(d, "buffer", "v") +
     (if (length(unique(d$sweep)) > 1) facet_wrap(~ sweep) else NULL) +
@@ -15,20 +15,22 @@ fig_F9 <- function(t, out) {
 }
 # Number of flows in the system: +1 at the SYN, -1 when the last data byte arrived; a flow that never
 # finished stays in the system to the end of the capture (counting only finished flows would hide the
-# backlog). Valid runs, warm-up included so the curve starts at t0, one replication (the first).
+# backlog). Valid runs of the Table 1 scenarios, warm-up included so the curve starts at t0, one
+# replication (the first).
 fig_F13 <- function(t, out) {
   fl <- t$flows
   if (!nrow(fl)) return(skip_fig("F13", "no flows"))
-  fl <- fl[valid == 1 & replication == min(replication) & !is.na(num(syn_t))]
+  fl <- fl[valid == 1 & replication == min(replication) & !is.na(num(syn_t)) & is_table1(fl)]
   if ("direction" %in% names(fl)) fl <- fl[direction %in% c("forward", "")]
   if (!nrow(fl)) return(skip_fig("F13", "no flows with a SYN in the captures"))
   ev <- rbind(fl[, .(scen, aqm, load, t = num(syn_t), d = 1)], fl[!is.na(num(done_t)), .(scen, aqm, load, t = num(done_t), d = -1)])
   setorder(ev, scen, aqm, load, t)
   ev[, `:=`(n = cumsum(d), t = t - min(t), flows = sum(d == 1), runs = 1L), by = .(scen, aqm, load)]
+  ev[, panel := if (uniqueN(scen) > 1) paste(scen, "load", load) else paste("load", load)]
   nn <- n_note(unique(ev[, .(flows, runs)]), per = "per curve")
   peak <- ev[, .(m = max(n)), by = aqm]
   ours <- sprintf("the most flows in the system at once (any load shown): %s.", per_aqm(setNames(peak$m, peak$aqm)))
-  p <- ggplot(ev, aes(t, n, colour = aqm)) + geom_step() + facet_wrap(~ paste("load", load)) + aqm_scale() +
+  p <- ggplot(ev, aes(t, n, colour = aqm)) + geom_step() + facet_wrap(~ panel, labeller = label_wrap_gen(40)) + aqm_scale() +
     labs(x = "time (s)", y = "flows in the system", title = fig_title("F13"),
          caption = paste0("unfinished flows stay counted to the end; ", nn)) + theme_favorlab()
   save_fig(p, out, "F13", data = ev, caption = fig_caption("F13", ours, nn))

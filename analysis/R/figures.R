@@ -13,7 +13,8 @@ fwrite(censoring(t), file.path(a$out, "unfinished-flows.csv"))
 for (id in names(FIGURES)) {
   draw <- paste0("fig_", id)
   if (!exists(draw)) { skip_fig(id, FIGURES[[id]]$missing %||% "not implemented"); next }
-  tryCatch(get(draw)(t, a$out), error = function(e) skip_fig(id, paste("error:", conditionMessage(e))))
+  tryCatch(get(draw)(scope_tables(t, FIGURES[[id]]$scope), a$out),
+           error = function(e) skip_fig(id, paste("error:", conditionMessage(e))))
   if (is.null(FIG_INDEX[[id]])) skip_fig(id, "its function drew nothing and gave no reason")
 }
 fwrite(rbindlist(lapply(names(FIGURES), function(id) data.table(

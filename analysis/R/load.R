@@ -9,21 +9,27 @@ read_tables <- function(dir) {
   fl <- rbindlist(lapply(file.path(dirname(runs_f), "flows.csv"), function(f) {
     d <- fread(f, colClasses = "character"); if (nrow(d)) d else NULL
   }), fill = TRUE)
-  assemble_tables(runs, fl)
+  # persistent.csv: the persistent scenario's iperf3 streams (tables from before it existed have none)
+  pf <- file.path(dirname(runs_f), "persistent.csv")
+  pers <- rbindlist(lapply(pf[file.exists(pf)], function(f) { d <- fread(f, colClasses = "character"); if (nrow(d)) d else NULL }),
+                    fill = TRUE)
+  assemble_tables(runs, fl, pers)
 }
 
 # runs (run.csv rows) and flows (flows.csv rows) -> the tables every figure and claim reads: each flow
 # carries its run's AQM, load, replication, validity and scenario key.
-assemble_tables <- function(runs, fl) {
+assemble_tables <- function(runs, fl, pers = data.table()) {
   runs <- with_scenario(runs)
   keep <- c("run_id", "aqm", "load", "iw", "profile", "replication", "bottleneck_mbps", "buffer_pkts", "valid",
             "scenario", "realized_load", SCENARIO_COLS, "scen")
-  if (nrow(fl)) fl <- merge(fl, runs[, intersect(keep, names(runs)), with = FALSE], by = "run_id")
-  list(runs = runs, flows = fl, invalid = runs[valid != 1])
+  cols <- unique(intersect(keep, names(runs)))
+  if (nrow(fl)) fl <- merge(fl, runs[, cols, with = FALSE], by = "run_id")
+  if (nrow(pers)) pers <- merge(pers, runs[, cols, with = FALSE], by = "run_id")
+  list(runs = runs, flows = fl, invalid = runs[valid != 1], persistent = pers)
 }
 
 # What makes two runs comparable apart from AQM, load and replication (analysis/claims.yaml, "scenario").
-SCENARIO_COLS <- c("topology", "bottleneck_mbps", "buffer_pkts", "iw", "profile", "cc", "size_dist", "size_mean_pkts",
+SCENARIO_COLS <- c("scenario", "topology", "bottleneck_mbps", "buffer_pkts", "iw", "profile", "cc", "size_dist", "size_mean_pkts",
                    "dataplane")
 
 # Tables extracted before run.csv carried every scenario column get what can be derived (dataplane from
@@ -31,6 +37,7 @@ SCENARIO_COLS <- c("topology", "bottleneck_mbps", "buffer_pkts", "iw", "profile"
 with_scenario <- function(runs) {
   runs <- copy(runs)
   if (!"topology" %in% names(runs)) runs[, topology := if ("scenario" %in% names(runs)) as.character(scenario) else "dumbbell"]
+  if (!"scenario" %in% names(runs)) runs[, scenario := topology]
   if (!"dataplane" %in% names(runs)) runs[, dataplane := aqm_dataplane(aqm)]
   for (c in SCENARIO_COLS) if (!c %in% names(runs)) runs[, (c) := ""]
   for (c in SCENARIO_COLS) runs[, (c) := as.character(get(c))]
@@ -39,11 +46,13 @@ with_scenario <- function(runs) {
 }
 
 # One readable key per scenario, e.g. "dumbbell 10Mb/s buf8 IW2 paper/reno pareto-mean30 kernel"; `drop` leaves
-# axes out (the buffer of a buffer sweep, the IW of an IW sweep).
+# axes out (the buffer of a buffer sweep, the IW of an IW sweep). It opens with the scenario's name
+# (persistent, chain), or the topology's where the scenario is just its topology (dumbbell).
 scenario_key <- function(d, drop = character()) {
-  v <- function(c) if (c %in% drop) "" else as.character(d[[c]])
+  v <- function(c) if (c %in% drop || !c %in% names(d)) "" else as.character(d[[c]])
   tag <- function(x, pre = "", post = "") ifelse(x == "", "", paste0(pre, x, post))
-  key <- paste(v("topology"), tag(v("bottleneck_mbps"), post = "Mb/s"), tag(v("buffer_pkts"), "buf"), tag(v("iw"), "IW"),
+  name <- ifelse(v("scenario") == "" | v("scenario") == v("topology"), v("topology"), v("scenario"))
+  key <- paste(name, tag(v("bottleneck_mbps"), post = "Mb/s"), tag(v("buffer_pkts"), "buf"), tag(v("iw"), "IW"),
                paste0(v("profile"), tag(v("cc"), "/")), paste0(v("size_dist"), tag(v("size_mean_pkts"), "-mean")),
                v("dataplane"))
   trimws(gsub(" +", " ", key))

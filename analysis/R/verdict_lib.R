@@ -82,6 +82,26 @@ lat_gain <- function(d) latency_mean(side(d, "a")) - latency_mean(side(d, "b"))
 identical_sides <- function(p) nrow(p) > 0 && isTRUE(all(p$latency_s.a == p$latency_s.b)) &&
   (!"drops.a" %in% names(p) || isTRUE(all(p$drops.a == p$drops.b)))
 
+# The tables cut to the runs a figure is about (analysis/figures.yaml `scope`): "table1" keeps the Table 1
+# scenarios' runs in every table that has a run_id; no scope keeps everything.
+scope_tables <- function(t, scope) {
+  if (is.null(scope)) return(t)
+  if (scope != "table1") stop(sprintf("unknown figure scope %s (analysis/figures.yaml): table1 or none", scope))
+  keep <- t$runs[is_table1(t$runs)]$run_id
+  lapply(t, function(x) if (is.data.table(x) && "run_id" %in% names(x)) x[run_id %in% keep] else x)
+}
+# The flows of a sweep along `axis` (buffer size, IW) that compare like with like: within one scenario but
+# the axis, only the schedules (load, replication) run at every value of the axis, so a value measured at
+# more loads than the others does not pool loads they lack (a config's sections may sweep at one load).
+sweep_schedules <- function(fl, axis) {
+  fl <- copy(fl)
+  fl[, sweep := scenario_key(.SD, axis)]
+  fl[, sched := paste(load, replication)]
+  vals <- fl[, .(n = uniqueN(get(axis))), by = sweep]
+  per <- fl[, .(n = uniqueN(get(axis))), by = .(sweep, sched)]
+  keep <- merge(per, vals, by = "sweep")[n.x == n.y & n.y >= 2, .(sweep, sched)]
+  merge(fl, keep, by = c("sweep", "sched"))
+}
 # Scheduled flows in the measurement window that did not finish, per AQM (count, share of flows, of bytes).
 censoring <- function(t, scen_key = NULL) {
   f <- t$flows
@@ -314,10 +334,24 @@ baseline_claims <- function(cl, t, fl, scen_key) {
 }
 `%||%` <- function(a, b) if (is.null(a)) b else a
 
+# The Table 1 scenarios (paper Section 4): the dumbbell's web traffic with Pareto sizes of mean 30 packets,
+# at 10 Mb/s with an 8-packet buffer or at 100 Mb/s with 83 packets. The baseline claims and the figures of
+# Sections 5.1, 5.2, 6 and 7 are about them; a config's other sections (the buffer sweep, other size
+# distributions, persistent flows) have figures and claims of their own and must not be pooled in. Tables
+# from before a column existed have "" there and count as Table 1.
+is_table1 <- function(d) {
+  sc <- if ("scenario" %in% names(d)) as.character(d$scenario) else rep("", nrow(d))
+  b <- num(d$bottleneck_mbps); q <- num(d$buffer_pkts); m <- num(d$size_mean_pkts)
+  sc %in% c("dumbbell", "") & as.character(d$size_dist) %in% c("pareto", "") & (is.na(m) | m == 30) &
+    (is.na(q) | (b %in% 10 & q %in% 8) | (b %in% 100 & q %in% 83))
+}
+
 # C16 and C18: judged across one axis (buffer, IW) within a scenario that is otherwise the same.
 sweep_claim <- function(cl, t, fl, axis) {
   if (!nrow(fl)) return(list(not_run(cl, "no valid runs")))
-  fl[, sweep := scenario_key(.SD, axis)]
+  fl <- sweep_schedules(fl, axis)
+  if (!nrow(fl)) return(list(not_run(cl, if (axis == "iw") "needs runs at IW 2 and IW 10 of one scenario and load"
+                                          else "needs runs at several buffer sizes of one scenario and load")))
   groups <- fl[, .(values = list(sort(unique(num(get(axis)))))), by = sweep]
   want <- if (axis == "iw") c(2, 10) else NULL
   groups <- groups[vapply(values, function(v) if (is.null(want)) length(v) >= 2 else all(want %in% v), TRUE)]
@@ -363,9 +397,44 @@ claim_C18 <- function(cl, f) {
        n = paste(names(n), n, collapse = ", "), status = combine(s))
 }
 
+# C8 (F14-F16): beside the persistent flows, FaQ keeps fewer short flows in the system than DropTail, and
+# does not take throughput from the persistent flows. Judged per pair of valid DropTail and FaQ runs of one
+# schedule (scenario, load, replication): short flows in the system, the window's mean with a batch-means
+# interval of DT - FaQ (blocks of the window paired by time: both runs replay the same schedule), and the
+# persistent flows' mean share of the bottleneck, FaQ - DT with a t-interval over the flows.
+claim_C8 <- function(cl, t) {
+  d <- short_in_system(t)
+  if (!nrow(d)) return(list(not_run(cl, NO_PERSISTENT)))
+  d <- d[t >= window_start & t < window_end]
+  d[, sched := paste(scen, load, replication)]
+  lapply(unique(d$sched), function(sc) {
+    x <- d[sched == sc]
+    dt <- x[aqm_is_dt(aqm)]; fq <- x[aqm_is_faq(aqm)]
+    if (!nrow(dt) || !nrow(fq)) return(row(cl, x$scen[1], "", "", "", INSUFF, runs_text(x$run_id), "needs a valid DropTail and a valid FaQ run of this schedule"))
+    m <- merge(dt[, .(t, n_dt = n)], fq[, .(t, n_fq = n)], by = "t")
+    need <- cl$min_sample$batches
+    b <- batch_means(m$n_dt - m$n_fq, need)
+    a <- batch_means(m$n_dt, need); f <- batch_means(m$n_fq, need)
+    pr <- if (nrow(t$persistent %||% data.table())) t$persistent[valid == 1 & run_id %in% c(dt$run_id[1], fq$run_id[1])]
+          else data.table(aqm = character(), share_pct = character())
+    pd <- num(pr[aqm_is_dt(aqm)]$share_pct); pq <- num(pr[aqm_is_faq(aqm)]$share_pct)
+    tp <- if (length(pd) >= cl$min_sample$persistent_flows && length(pq) >= cl$min_sample$persistent_flows)
+      t.test(pq, pd) else NULL
+    st <- c(better_status(b$lo, b$hi), if (is.null(tp)) INSUFF else no_worse_status(tp$conf.int[1], tp$conf.int[2]))
+    list_text <- sprintf("short flows in the system DT %.1f, FaQ %.1f; persistent share DT %s, FaQ %s", a$mean, f$mean,
+                         if (length(pd)) sprintf("%.2f%%", mean(pd)) else "NA", if (length(pq)) sprintf("%.2f%%", mean(pq)) else "NA")
+    row(cl, x$scen[1], list_text,
+        sprintf("DT - FaQ flows %s (batch means, %d blocks); FaQ - DT share %s (t, over flows)",
+                fmt_ci(b$lo, b$hi, function(v) sprintf("%+.1f", v)), b$batches,
+                if (is.null(tp)) "[NA, NA]" else fmt_ci(tp$conf.int[1], tp$conf.int[2], function(v) sprintf("%+.2f%%", v))),
+        sprintf("%d s of window, %d + %d persistent flows", nrow(m), length(pd), length(pq)),
+        if (b$batches == 0) INSUFF else combine(st), runs_text(c(dt$run_id, fq$run_id)))
+  })
+}
+
 verdict <- function(t, claims = read_claims()) {
   fl <- metric_flows(t)
-  base <- if (nrow(fl)) sort(unique(fl[num(iw) == 2]$scen)) else character()
+  base <- if (nrow(fl)) sort(unique(fl[num(iw) == 2 & is_table1(fl)]$scen)) else character()
   out <- list()
   for (cl in claims) {
     out[[cl$id]] <- if (cl$scenario == "baseline") {
@@ -374,6 +443,7 @@ verdict <- function(t, claims = read_claims()) {
     } else if (!nrow(fl)) list(not_run(cl, "no valid runs"))
     else if (cl$scenario == "buffer_sweep") sweep_claim(cl, t, copy(fl[num(iw) == 2]), "buffer_pkts")
     else if (cl$scenario == "iw_sweep") sweep_claim(cl, t, copy(fl), "iw")
+    else if (cl$scenario == "persistent") claim_C8(cl, t)
     else list(not_run(cl, sprintf("the %s scenario is not part of the pipeline yet", cl$scenario)))
   }
   rbindlist(unlist(out, recursive = FALSE), fill = TRUE)

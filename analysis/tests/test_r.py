@@ -42,14 +42,14 @@ def test_figures_and_verdict_from_tables(results):
     idx = {r["figure"]: r for r in csv.DictReader(open(d / "figures" / "index.csv"))}
     assert list(idx) == [f"F{i}" for i in range(2, 28) if i != 25]
     assert idx["F3"]["status"] == "drawn" and idx["F3"]["detail"].startswith("n = 5 flows from 1 run")
-    assert idx["F9"]["status"] == "not drawn" and idx["F9"]["detail"] == "needs runs at several buffer sizes of one scenario"
+    assert idx["F9"]["status"] == "not drawn" and idx["F9"]["detail"] == "needs runs at several buffer sizes of one scenario and load"
     # F5 on the common flows of replication 0 (FaQ's replication 1 is invalid), its path's RTT from hosts.json
     assert idx["F5"]["status"] == "drawn" and idx["F5"]["detail"] == "n = 1-2 flows from 1 run per point and AQM"
     assert {r["rtt"] for r in csv.DictReader(open(d / "figures" / "F5.csv"))} == {f"RTT {synth.PATH_RTT_MS} ms"}
     # F6 offers every window flow of both schedules, finished or not (flow 6 is cut): each schedule once
     assert idx["F6"]["status"] == "drawn" and idx["F6"]["detail"] == "n = 12 flows from 2 schedules per distribution"
     assert idx["F7"]["status"] == "not drawn" and "one size distribution per scenario" in idx["F7"]["detail"]
-    assert idx["F14"]["status"] == "not drawn" and "persistent-flows scenario" in idx["F14"]["detail"]
+    assert idx["F14"]["status"] == "not drawn" and "needs valid runs of the persistent scenario" in idx["F14"]["detail"]
     assert idx["F23"]["status"] == "not drawn" and "load 0.25" in idx["F23"]["detail"]
     assert all(r["paper"] and r["title"] for r in idx.values())
     assert {r["figure"] for r in idx.values() if r["status"] == "drawn"} == \
@@ -93,7 +93,7 @@ def test_report_embeds_figures_verdict_and_invalid_runs(results):
     assert "src='figures/" not in h  # self-contained
     # the figure index names every figure of the paper, and why one is not drawn
     assert "drawn here. Each one not drawn says why." in h
-    assert "<td>F14</td>" in h and "persistent-flows scenario (Section 5.3) is not implemented yet" in h
+    assert "<td>F26</td>" in h and "the five-hop chain topology (Section 8) is not implemented yet" in h
     # each figure has its caption under it: the paper's figure, then ours from the figure's table
     f3 = h[h.index("<h3 id='F3'>F3</h3>"):]
     f3 = f3[:f3.index("<h3 ", 5)]
@@ -128,7 +128,7 @@ def test_scenario_figures_appear_when_their_runs_exist(tmp_path):
 @need_r
 def test_size_distribution_figures_from_two_distributions(tmp_path):
     """F5, F6 and F7 from extracted runs at two size distributions (run.json sizes.mean_pkts 10 and 30): F7 is
-    drawn once a scenario has two, F6 draws one CCDF per distribution, F5 keeps the two scenarios apart."""
+    drawn once a scenario has two, F6 draws one CCDF per distribution, F5 draws the Table 1 one only."""
     import csv
     for aqm in ["droptail", "favor"]:
         for mean in [10, 30]:
@@ -152,7 +152,9 @@ def test_size_distribution_figures_from_two_distributions(tmp_path):
     assert sorted((x["dist"], x["aqm_name"]) for x in f7) == [(f"pareto, mean {m} packets", a) for m in (10, 30)
                                                                for a in ("DropTail", "FaQ")]
     assert len({x["mean"] for x in f7}) == 1          # the same flows replayed: one mean latency everywhere
-    assert len({x["scen"] for x in csv.DictReader(open(tmp_path / "f" / "F5.csv"))}) == 2
+    # F5 is a Table 1 figure (figures.yaml scope: table1): the mean-10 runs add no panel to it
+    assert {x["scen"] for x in csv.DictReader(open(tmp_path / "f" / "F5.csv"))} == \
+        {"dumbbell 10Mb/s buf8 IW2 paper/reno pareto-mean30 kernel"}
     for fig in ("F5", "F6", "F7"):
         assert (tmp_path / "f" / f"{fig}.png").stat().st_size > 1000
 
