@@ -226,7 +226,8 @@ REFERENCE_SIZES = ("pareto", "lomax", "exponential")
 DERIVED_KEYS = ("pool", "matrix")
 BOTTLENECK_KEYS = ("bottleneck_mbps", "buffer_pkts", "reverse_buffer_pkts", "access_mbps")
 # Linux's congestion controls (net/ipv4/tcp_*.c): reno and cubic are built in, the others are modules the
-# kernel loads when the runner sets net.ipv4.tcp_congestion_control (Debian 12's kernel has them all)
+# kernel loads when the runner sets net.ipv4.tcp_congestion_control (the guest's Debian 12 kernel 6.1.0-50 ships
+# every one of them as tcp_<name>.ko, checked 2026-11-24)
 KNOWN_CC = ("reno", "cubic", "bbr", "bic", "cdg", "dctcp", "highspeed", "htcp", "hybla", "illinois", "lp", "nv",
             "scalable", "vegas", "veno", "westwood", "yeah")
 SIZE_NEEDS = {"pareto": ["shape", "mean_pkts"], "lomax": ["shape", "mean_pkts"],
