@@ -781,40 +781,52 @@ class Run:
         self.write_json("persistent/plan.json", {"flows": w["flows"], "start_s": w["start_s"], "t0_unix": t0,
                                                  "groups": [vars(g) for g in groups]})
         self.persistent = groups
-        for g in groups:
-            self.procs[f"iperf3s-{g.dst}-{g.port}"] = popen(
-                g.server, self.net.get(g.dst), cgroup=self.cgroup_path(),
-                stdout=(self.dir / "log" / f"iperf3-server-{g.dst}-{g.port}.json").open("w"), stderr=subprocess.STDOUT)
-        time.sleep(0.5)
-        for g in groups:
-            wait = max(0.0, t0 + g.start_s - time.time())
-            self.procs[f"iperf3c-{g.src}-{g.dst}"] = popen(
-                ["sh", "-c", f'sleep {wait:.3f} && exec "$@"', "sh", *g.client], self.net.get(g.src),
-                cgroup=self.cgroup_path(), stdout=(d / f"iperf3-{g.src}-{g.dst}.json").open("w"),
-                stderr=(self.dir / "log" / f"iperf3-{g.src}-{g.dst}.err").open("w"))
+        self.start_iperf3_groups(groups, t0, d, "iperf3")
         self.log(f"persistent flows: {w['flows']} in {len(groups)} iperf3 groups, from t0 + {w['start_s']:g} s")
 
     def stop_persistent(self, stop_at: float):
         """Wait for the iperf3 clients (they end with the traffic), then check every stream reported."""
+        self.checks["persistent_flows"] = self.stop_iperf3_groups(
+            self.persistent, stop_at, self.dir / "persistent", "iperf3", int(self.spec["workload"]["flows"]))
+
+    def start_iperf3_groups(self, groups: list, origin: float, out: Path, tag: str) -> None:
+        """iperf3 groups (workloads.persistent.persistent_plan) in the run's cgroup: every server on its
+        receiver now, then every client at origin + its start_s, waiting in a shell of its sender's
+        namespace (so no thread of the runner has to wake on time); each client's -J report goes to
+        out/iperf3-<src>-<dst>.json. tag names their entries in self.procs."""
+        for g in groups:
+            self.procs[f"{tag}s-{g.dst}-{g.port}"] = popen(
+                g.server, self.net.get(g.dst), cgroup=self.cgroup_path(),
+                stdout=(self.dir / "log" / f"iperf3-server-{g.dst}-{g.port}.json").open("w"), stderr=subprocess.STDOUT)
+        time.sleep(0.5)
+        for g in groups:
+            wait = max(0.0, origin + g.start_s - time.time())
+            self.procs[f"{tag}c-{g.src}-{g.dst}"] = popen(
+                ["sh", "-c", f'sleep {wait:.3f} && exec "$@"', "sh", *g.client], self.net.get(g.src),
+                cgroup=self.cgroup_path(), stdout=(out / f"iperf3-{g.src}-{g.dst}.json").open("w"),
+                stderr=(self.dir / "log" / f"iperf3-{g.src}-{g.dst}.err").open("w"))
+
+    def stop_iperf3_groups(self, groups: list, stop_at: float, out: Path, tag: str, n: int) -> dict:
+        """Wait for the groups' clients (they end with the traffic), stop their servers, and return the
+        check: every one of the n streams reported some bytes."""
         from workloads import persistent
         streams, problems = 0, []
-        for g in self.persistent:
-            p = self.procs.pop(f"iperf3c-{g.src}-{g.dst}")
+        for g in groups:
+            p = self.procs.pop(f"{tag}c-{g.src}-{g.dst}")
             try:
                 rc = p.wait(timeout=max(5.0, stop_at - time.time() + 30))
             except subprocess.TimeoutExpired:
                 rc = stop(p)
                 problems.append(f"{g.src}-{g.dst} did not end")
             try:
-                got = persistent.parse_iperf3_json((self.dir / "persistent" / f"iperf3-{g.src}-{g.dst}.json").read_text())
+                got = persistent.parse_iperf3_json((out / f"iperf3-{g.src}-{g.dst}.json").read_text())
                 streams += sum(1 for st in got["streams"] if st["bytes"] > 0)
             except (OSError, persistent.Iperf3Error) as e:
                 problems.append(f"{g.src}-{g.dst}: {e} (exit {rc})")
-        for k in [k for k in self.procs if k.startswith("iperf3s-")]:
+        for k in [k for k in self.procs if k.startswith(f"{tag}s-")]:
             stop(self.procs.pop(k))
-        n = int(self.spec["workload"]["flows"])
-        self.checks["persistent_flows"] = {"configured": n, "measured": streams if not problems else
-                                           f"{streams} streams; " + "; ".join(problems), "ok": streams == n}
+        return {"configured": n, "measured": streams if not problems else f"{streams} streams; " + "; ".join(problems),
+                "ok": streams == n}
 
     def start_cross(self, t0: float):
         """The chain's cross traffic: one iperf3 TCP stream per cross flow (hosts.json cross_flows: x<k>s<i>
@@ -836,41 +848,14 @@ class Run:
         self.write_json("cross/plan.json", {"flows": len(cross), "warmup_cross_s": w, "t0_unix": t0,
                                             "start_unix": start, "groups": [vars(g) for g in groups]})
         self.cross = groups
-        for g in groups:
-            self.procs[f"crosss-{g.dst}-{g.port}"] = popen(
-                g.server, self.net.get(g.dst), cgroup=self.cgroup_path(),
-                stdout=(self.dir / "log" / f"iperf3-server-{g.dst}-{g.port}.json").open("w"), stderr=subprocess.STDOUT)
-        time.sleep(0.5)
-        for g in groups:
-            wait = max(0.0, start + g.start_s - time.time())
-            self.procs[f"crossc-{g.src}-{g.dst}"] = popen(
-                ["sh", "-c", f'sleep {wait:.3f} && exec "$@"', "sh", *g.client], self.net.get(g.src),
-                cgroup=self.cgroup_path(), stdout=(d / f"iperf3-{g.src}-{g.dst}.json").open("w"),
-                stderr=(self.dir / "log" / f"iperf3-{g.src}-{g.dst}.err").open("w"))
+        self.start_iperf3_groups(groups, start, d, "cross")
         self.log(f"cross traffic: {len(groups)} iperf3 flows from t0 - {w:g} s to the end of the traffic")
 
     def stop_cross(self, stop_at: float):
         """Wait for the cross flows' iperf3 clients (they end with the traffic); check every one reported
         (cross_flows, as persistent_flows)."""
-        from workloads import persistent
-        streams, problems = 0, []
-        for g in self.cross:
-            p = self.procs.pop(f"crossc-{g.src}-{g.dst}")
-            try:
-                rc = p.wait(timeout=max(5.0, stop_at - time.time() + 30))
-            except subprocess.TimeoutExpired:
-                rc = stop(p)
-                problems.append(f"{g.src}-{g.dst} did not end")
-            try:
-                got = persistent.parse_iperf3_json((self.dir / "cross" / f"iperf3-{g.src}-{g.dst}.json").read_text())
-                streams += sum(1 for st in got["streams"] if st["bytes"] > 0)
-            except (OSError, persistent.Iperf3Error) as e:
-                problems.append(f"{g.src}-{g.dst}: {e} (exit {rc})")
-        for k in [k for k in self.procs if k.startswith("crosss-")]:
-            stop(self.procs.pop(k))
-        n = len(self.hostsj.get("cross_flows", []))
-        self.checks["cross_flows"] = {"configured": n, "measured": streams if not problems else
-                                      f"{streams} streams; " + "; ".join(problems), "ok": streams == n}
+        self.checks["cross_flows"] = self.stop_iperf3_groups(
+            self.cross, stop_at, self.dir / "cross", "cross", len(self.hostsj.get("cross_flows", [])))
 
     def start_reference(self, t0: float, stop_at: float) -> subprocess.Popen:
         """The chain's closed-loop reference user on its sender (workloads.reference: the run's seed, the
