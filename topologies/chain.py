@@ -25,8 +25,8 @@ from __future__ import annotations
 
 import copy
 
-from topologies.dumbbell import (TopologyError, access_shaper_cmds, bottleneck_cmds, offload_cmd, run_in,
-                                 tc_env)
+from topologies.dumbbell import (TopologyError, access_shaper_cmds, apply_qdisc_plan, bottleneck_cmds, offload_cmd,
+                                 run_in, tc_env)
 
 __all__ = ["DEFAULTS", "TopologyError", "with_defaults", "validate", "validate_aqm", "names", "host_lans",
            "interfaces", "addresses", "port_delays", "access_delays", "hosts_json", "hop_info", "capture_points",
@@ -424,11 +424,7 @@ def _configure(net, t, aqm, plan, nm, log):
     for sw in nm["bridges"]:
         for intf in [sw] + [i for i in net.get(sw).intfNames() if i != "lo"]:
             run_in(None, offload_cmd(intf), check=False)
-    for node_name, items in qdisc_plan(t, aqm).items():
-        node = None if node_name == "root" else net.get(node_name)
-        for cmds, kind in items:
-            for c in cmds:
-                run_in(node, c, env=tc_env(kind))
+    apply_qdisc_plan(net, qdisc_plan(t, aqm))
     at = ", ".join(str(k) for k in t["aqm_hops"]) or "none"
     log(f"chain up: {t['hops']} hops of {t['hop_mbps']} Mb/s, buffer {t['buffer_pkts']}; "
         f"{aqm['forward']['kind']} {' '.join(map(str, aqm['forward']['args']))} at hop(s) {at}, DropTail "

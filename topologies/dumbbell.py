@@ -248,6 +248,16 @@ def run_in(node, argv: list[str], env: dict | None = None, check=True) -> str:
     return p.stdout
 
 
+def apply_qdisc_plan(net, plan: dict) -> None:
+    """Run a topology's qdisc plan ({node or "root": [(tc commands, qdisc kind), ...]}) in its nodes, each
+    with the tc environment its kind needs."""
+    for node_name, items in plan.items():
+        node = None if node_name == "root" else net.get(node_name)
+        for cmds, kind in items:
+            for c in cmds:
+                run_in(node, c, env=tc_env(kind))
+
+
 def _configure(net, topo, aqm, plan, log):
     for r in ROUTERS:
         node = net.get(r)
@@ -268,11 +278,7 @@ def _configure(net, topo, aqm, plan, log):
     for sw in ("sL", "sR"):
         for intf in [sw] + [i for i in net.get(sw).intfNames() if i != "lo"]:
             run_in(None, offload_cmd(intf), check=False)
-    for node_name, items in qdisc_plan(topo, aqm).items():
-        node = None if node_name == "root" else net.get(node_name)
-        for cmds, kind in items:
-            for c in cmds:
-                run_in(node, c, env=tc_env(kind))
+    apply_qdisc_plan(net, qdisc_plan(topo, aqm))
     where = f"P4 switch {P4_SWITCH}" if is_p4(aqm) else "rl-eth1"
     log(f"dumbbell up: bottleneck ({where}) {topo['bottleneck_mbps']} Mb/s {aqm['forward']['kind']} "
         f"{' '.join(map(str, aqm['forward']['args']))}, reverse {aqm['reverse']['kind']}, "
