@@ -191,7 +191,7 @@ def validate(config: dict, source: str = "config", warn=None) -> dict:
     if problems:
         raise ConfigError("\n".join(problems))
     cfg["matrix"] = matrix
-    problems = _collisions(cfg)
+    problems = _collisions(cfg, source)
     if problems:
         raise ConfigError("\n".join(problems))
     cfg["pool"] = expand_pool(tb, _testbed_defaults(schema), source, warn=warn)
@@ -365,7 +365,7 @@ def _p4_problems(sec: dict, name: str, entry: dict) -> list[str]:
     return out
 
 
-def _collisions(cfg: dict) -> list[str]:
+def _collisions(cfg: dict, source: str) -> list[str]:
     """Two sections may name the same run (it is made once) only with the same settings, and runs that
     share a schedule must agree on what makes it."""
     out, specs, scheds = [], {}, {}
@@ -380,7 +380,7 @@ def _collisions(cfg: dict) -> list[str]:
             diff = sorted(k for k in set(first) | set(value) if first.get(k) != value.get(k))
             if diff:
                 what = "run" if table is specs else "schedule"
-                out.append(f"{cfg['name']}: sections {where!r} and {run.section!r} both make the {what} {key} "
+                out.append(f"{source}: sections {where!r} and {run.section!r} both make the {what} {key} "
                            f"with different {', '.join(diff)}. Fix: give them the same {', '.join(diff)}, or "
                            f"make them differ in an axis (bottleneck, buffer, sizes, cc, IW, load).")
     return sorted(set(out))
