@@ -50,7 +50,9 @@ _DEFAULTS = {"pareto": {"shape": 1.3, "mean_pkts": 30.0}, "lomax": {"shape": 1.3
 
 
 def parse_sizes(text: str) -> tuple[str, dict]:
-    """`name[:k=v,...]` as workloads.schedule takes it, for the distributions drawn here."""
+    """`name[:k=v,...]` as workloads.schedule takes it, for the distributions drawn here. Not
+    workloads.schedule.parse_sizes itself: that module needs numpy and scipy, which only the controller
+    has, and this one runs on the testbed with the standard library."""
     name, _, rest = text.partition(":")
     name = name.strip()
     if name not in _DEFAULTS:
