@@ -5,6 +5,8 @@ before any experiment starts, with a message that names the key, what is wrong a
 """
 from __future__ import annotations
 
+import copy
+import functools
 import hashlib
 import json
 import os
@@ -109,6 +111,15 @@ SIZE_TAGS = {"pareto": "pareto", "lomax": "lomax", "bounded_pareto": "bpareto", 
 
 
 def load_aqms(path: Path = AQMS_PATH) -> dict:
+    """config/aqms.yaml, parsed once per file version: validate builds every run's spec (aqm_setup), and
+    a YAML parse per run made a 600-run config take seconds in every Snakemake job. A copy, so a caller
+    cannot change what the next one reads."""
+    p = Path(path)
+    return copy.deepcopy(_parse_aqms(str(p), p.stat().st_mtime_ns))
+
+
+@functools.lru_cache(maxsize=8)
+def _parse_aqms(path: str, mtime_ns: int) -> dict:
     with open(path) as f:
         return yaml.safe_load(f)
 
