@@ -70,18 +70,21 @@ static inline void favor_core_account_out(struct favor_core *q, struct sk_buff *
 }
 
 /*
- * Algorithm 1. Queues skb (flow bucket @bucket) or not, and returns the verdict for it.
- * *victim is set to the standard packet pushed out to make room, or NULL; the caller frees it
- * (and skb too when the verdict is a drop).
+ * The two-class push-out queue: queues skb (flow bucket @bucket) as favored or standard, or not, and
+ * returns the verdict for it. A favored arrival to a full queue pushes out the last standard packet
+ * (*victim, which the caller frees; NULL otherwise), or is dropped when only favored packets are
+ * queued or with nopushout; a standard arrival to a full queue is dropped (the caller frees skb on a
+ * drop verdict). FavorQueue decides the class from the queue (favor_core_enqueue); RuN2C from the TCP
+ * sequence number (run2c_core.h), with the same push-out.
  */
-static inline enum favor_verdict favor_core_enqueue(struct favor_core *q, struct sk_buff *skb,
-						    u32 bucket, struct sk_buff **victim)
+static inline enum favor_verdict favor_core_enqueue_class(struct favor_core *q, struct sk_buff *skb,
+							  u32 bucket, bool favored,
+							  struct sk_buff **victim)
 {
 	bool full = favor_core_qlen(q) >= q->limit;
 
 	*victim = NULL;
-	if (q->counts[bucket] == 0) {
-		/* no packet of this flow is queued: skb is favored */
+	if (favored) {
 		if (full) {
 			if (q->nopushout || skb_queue_empty(&q->standard)) {
 				q->c.drop_favored++;
@@ -105,6 +108,13 @@ static inline enum favor_verdict favor_core_enqueue(struct favor_core *q, struct
 	favor_core_account_in(q, skb, bucket);
 	q->c.standard++;
 	return FAVOR_VERDICT_STANDARD;
+}
+
+/* Algorithm 1: a packet is favored when no packet of its flow is queued. */
+static inline enum favor_verdict favor_core_enqueue(struct favor_core *q, struct sk_buff *skb,
+						    u32 bucket, struct sk_buff **victim)
+{
+	return favor_core_enqueue_class(q, skb, bucket, q->counts[bucket] == 0, victim);
 }
 
 /* The packet favor_core_dequeue() returns next, left in the queue (and counted in its flow). */

@@ -29,6 +29,7 @@
 #include <net/flow_dissector.h>
 
 #include "include/uapi/favor.h"
+#include "flow_hash.h"
 
 #define FAVOR_VERSION		"0.1.0"
 #define FAVOR_DEFAULT_BUCKETS	1024
@@ -62,45 +63,9 @@ static const struct nla_policy favor_policy[TCA_FAVOR_MAX + 1] = {
 	[TCA_FAVOR_BUCKETS]	= { .type = NLA_U32 },
 };
 
-/*
- * The flow key of a packet. The flow dissector (as fq_codel's hash uses) handles IPv4, IPv6,
- * tunnels and non-IP. Not skb->hash: a TCP socket's hash changes on retransmission timeout
- * (sk_rethink_txhash), which would make a flow look new and let it overtake itself.
- * IPv4/IPv6 fragments: no ports (flags 0), so all fragments of a datagram share one flow.
- * Non-IP (ARP...): no addresses or ports; the ethertype alone is the key.
- */
-static void favor_dissect(const struct sk_buff *skb, struct flow_keys *keys)
-{
-	skb_flow_dissect_flow_keys(skb, keys, 0);
-}
-
 static u32 favor_bucket(const struct favor_sched_data *q, const struct flow_keys *k)
 {
-	/* words: src address (4), dst address (4), ports, ethertype + IP protocol */
-	u32 w[10] = {};
-	bool src = q->flowkey != FAVOR_FLOWKEY_DST;
-	bool dst = q->flowkey != FAVOR_FLOWKEY_SRC;
-
-	switch (k->control.addr_type) {
-	case FLOW_DISSECTOR_KEY_IPV4_ADDRS:
-		if (src)
-			w[0] = (__force u32)k->addrs.v4addrs.src;
-		if (dst)
-			w[4] = (__force u32)k->addrs.v4addrs.dst;
-		break;
-	case FLOW_DISSECTOR_KEY_IPV6_ADDRS:
-		if (src)
-			memcpy(&w[0], &k->addrs.v6addrs.src, 16);
-		if (dst)
-			memcpy(&w[4], &k->addrs.v6addrs.dst, 16);
-		break;
-	}
-	if (q->flowkey == FAVOR_FLOWKEY_5TUPLE) {
-		w[8] = (__force u32)k->ports.ports;
-		w[9] = k->basic.ip_proto;
-	}
-	w[9] |= (u32)(__force u16)k->basic.n_proto << 16;
-	return reciprocal_scale(jhash2(w, ARRAY_SIZE(w), q->perturbation), q->core.buckets);
+	return reciprocal_scale(favorlab_flow_hash(k, q->flowkey, q->perturbation), q->core.buckets);
 }
 
 static void favor_trace(struct Qdisc *sch, const struct sk_buff *skb,
@@ -110,7 +75,7 @@ static void favor_trace(struct Qdisc *sch, const struct sk_buff *skb,
 	struct flow_keys victim_keys;
 
 	if (!keys) {
-		favor_dissect(skb, &victim_keys);
+		favorlab_dissect(skb, &victim_keys);
 		keys = &victim_keys;
 	}
 	trace_favor_enqueue(qdisc_dev(sch), keys, v, favor_core_qlen(&q->core));
@@ -124,7 +89,7 @@ static int favor_enqueue(struct sk_buff *skb, struct Qdisc *sch, struct sk_buff 
 	struct flow_keys keys;
 	enum favor_verdict v;
 
-	favor_dissect(skb, &keys);
+	favorlab_dissect(skb, &keys);
 	v = favor_core_enqueue(&q->core, skb, favor_bucket(q, &keys), &victim);
 	if (victim) {
 		unsigned int len = qdisc_pkt_len(victim);

@@ -3,60 +3,14 @@
  * q_favor.c - tc plugin for the "favor" qdisc (sch_favor).
  *
  * Loaded by stock iproute2: `TC_LIB_DIR=/usr/local/lib/favorlab/tc tc qdisc add ... favor ...`
- * dlopens $TC_LIB_DIR/q_favor.so and looks up favor_qdisc_util.
- *
- * Debian does not package iproute2's private headers (utils.h, tc_util.h, json_print.h), so the
- * few declarations used here are written out below. They match iproute2 6.1 (Debian 12) through
- * current releases: struct qdisc_util has kept this field order (newer releases only made the
- * qu argument const, which does not change the ABI), and every function used is exported by the
- * tc binary (check with `nm -D $(which tc)`; tests/test_tc_plugin.py does).
+ * dlopens $TC_LIB_DIR/q_favor.so and looks up favor_qdisc_util. tc_iproute2.h declares what it
+ * uses of tc.
  */
-#include <stdbool.h>
-#include <stdint.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <linux/netlink.h>
-#include <linux/rtnetlink.h>
-#include <linux/pkt_sched.h>
 
 #include "uapi/favor.h"
-
-/* ---- iproute2 declarations (see the comment at the top) ---- */
-struct qdisc_util {
-	struct qdisc_util *next;
-	const char *id;
-	int (*parse_qopt)(struct qdisc_util *qu, int argc, char **argv, struct nlmsghdr *n,
-			  const char *dev);
-	int (*print_qopt)(struct qdisc_util *qu, FILE *f, struct rtattr *opt);
-	int (*print_xstats)(struct qdisc_util *qu, FILE *f, struct rtattr *xstats);
-	int (*parse_copt)(struct qdisc_util *qu, int argc, char **argv, struct nlmsghdr *n,
-			  const char *dev);
-	int (*print_copt)(struct qdisc_util *qu, FILE *f, struct rtattr *opt);
-	int (*has_block)(struct qdisc_util *qu, struct rtattr *opt, __u32 block_idx, bool *p_has);
-};
-
-enum output_type { PRINT_FP = 1, PRINT_JSON = 2, PRINT_ANY = 4 };
-enum color_attr { COLOR_IFNAME, COLOR_MAC, COLOR_INET, COLOR_INET6, COLOR_OPERSTATE_UP,
-		  COLOR_OPERSTATE_DOWN, COLOR_NONE };
-
-/* exported by tc (return types differ across versions: void or int; the value is not used) */
-extern void print_color_uint(enum output_type t, enum color_attr c, const char *key,
-			     const char *fmt, unsigned int value);
-extern void print_color_u64(enum output_type t, enum color_attr c, const char *key,
-			    const char *fmt, uint64_t value);
-extern void print_color_bool(enum output_type t, enum color_attr c, const char *key,
-			     const char *fmt, bool value);
-extern void print_color_string(enum output_type t, enum color_attr c, const char *key,
-			       const char *fmt, const char *value);
-extern void print_nl(void);
-extern int get_unsigned(unsigned int *val, const char *arg, int base);
-extern int addattr_l(struct nlmsghdr *n, int maxlen, int type, const void *data, int alen);
-extern struct rtattr *addattr_nest(struct nlmsghdr *n, int maxlen, int type);
-extern int addattr_nest_end(struct nlmsghdr *n, struct rtattr *nest);
-extern int parse_rtattr_flags(struct rtattr *tb[], int max, struct rtattr *rta, int len,
-			      unsigned short flags);
-/* ---- end of iproute2 declarations ---- */
+#include "tc_iproute2.h"
 
 #define FAVOR_MAXLEN 1024
 

@@ -1,79 +1,10 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * Userspace shim around favor_core.h: the exact queueing code sch_favor.c runs, driven from
- * Python (ctypes) by tests/test_core.py. The shim provides the few kernel types and sk_buff queue
- * helpers the core uses, with the kernel's semantics (doubly linked list, head/tail).
+ * Userspace harness of favor_core.h: the exact queueing code sch_favor.c runs, driven from
+ * Python (ctypes) by tests/test_core.py. skb_shim.h provides the kernel types and sk_buff queue helpers.
  */
-#include <stdbool.h>
-#include <stdint.h>
-#include <stdlib.h>
-#include <string.h>
-#include <linux/types.h>
-
 #include "uapi/favor.h"
-
-typedef uint32_t u32;
-typedef uint64_t u64;
-
-struct sk_buff {
-	struct sk_buff *next, *prev;	/* as in the kernel: first members, list head compatible */
-	u32 bucket;
-	int id;
-};
-
-struct sk_buff_head {
-	struct sk_buff *next, *prev;
-	u32 qlen;
-};
-
-static void __skb_queue_head_init(struct sk_buff_head *l)
-{
-	l->next = l->prev = (struct sk_buff *)l;
-	l->qlen = 0;
-}
-
-static u32 skb_queue_len(const struct sk_buff_head *l) { return l->qlen; }
-static bool skb_queue_empty(const struct sk_buff_head *l) { return l->next == (const struct sk_buff *)l; }
-
-static void __skb_unlink(struct sk_buff *skb, struct sk_buff_head *l)
-{
-	l->qlen--;
-	skb->next->prev = skb->prev;
-	skb->prev->next = skb->next;
-	skb->next = skb->prev = NULL;
-}
-
-static void __skb_queue_tail(struct sk_buff_head *l, struct sk_buff *skb)
-{
-	skb->next = (struct sk_buff *)l;
-	skb->prev = l->prev;
-	l->prev->next = skb;
-	l->prev = skb;
-	l->qlen++;
-}
-
-static struct sk_buff *__skb_dequeue(struct sk_buff_head *l)
-{
-	struct sk_buff *skb = skb_queue_empty(l) ? NULL : l->next;
-
-	if (skb)
-		__skb_unlink(skb, l);
-	return skb;
-}
-
-static struct sk_buff *skb_peek(const struct sk_buff_head *l)
-{
-	return skb_queue_empty(l) ? NULL : l->next;
-}
-
-static struct sk_buff *__skb_dequeue_tail(struct sk_buff_head *l)
-{
-	struct sk_buff *skb = skb_queue_empty(l) ? NULL : l->prev;
-
-	if (skb)
-		__skb_unlink(skb, l);
-	return skb;
-}
+#include "skb_shim.h"
 
 #define FAVOR_SKB_BUCKET(skb) ((skb)->bucket)
 #include "../favor_core.h"
