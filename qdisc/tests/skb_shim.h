@@ -23,6 +23,7 @@ struct sk_buff {
 	unsigned int len;		/* bytes (qdisc_pkt_len in the kernel) */
 	u32 bucket;			/* the core's per-packet word (the qdisc's skb cb in the kernel) */
 	u64 prio;			/* a second per-packet word, for cores that need one */
+	u32 seq;			/* las_core.h's arrival sequence number (LAS_SKB_SEQ) */
 	int id;				/* the harness's name for the packet */
 };
 
