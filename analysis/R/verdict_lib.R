@@ -432,6 +432,56 @@ claim_C8 <- function(cl, t) {
   })
 }
 
+# C17 (F26): with FaQ at the first hop, the chain's reference user completes more flows than with DropTail at
+# every hop in the same time. Judged per chain scenario key on the replications that have a valid DropTail
+# and a valid FaQ run with the same seed and measurement window (chain_pairs, fig_chain.R, which also says
+# which flows count: the user's flows started in the window that completed; the unfinished ones are counted
+# apart). The number: the ratio FaQ / DropTail of completed flows per second of window (completed_ratio: a
+# paired t-interval from five replications, else the exact Poisson interval widened for the closed loop).
+# The test is claims.yaml's "better", as for every FaQ-vs-DropTail claim: holds when the interval lies above
+# 1, does not hold when it lies below 1, insufficient data when it holds 1 or when either AQM completed fewer
+# flows than min_sample. The mean latency ratio of the flows completed under both AQMs (same flow id, same
+# size) is reported beside it and not tested.
+claim_C17 <- function(cl, t) {
+  rc <- chain_run_counts(t)
+  if (!nrow(rc)) return(list(not_run(cl, NO_CHAIN)))
+  need <- cl$min_sample$completed_flows_per_aqm
+  lapply(unique(rc$scen), function(s) {
+    x <- rc[scen == s]
+    cp <- chain_pairs(x)
+    q <- cp$pairs
+    why <- paste(cp$why, collapse = "; ")
+    if (!nrow(q))
+      return(row(cl, s, "", "", "0 replications", INSUFF, runs_text(x$run_id),
+                 paste0("needs a valid DropTail and a valid FaQ run of one replication (same seed and window)",
+                        if (nzchar(why)) paste0(": ", why) else "")))
+    runs <- runs_text(c(q$run_id.dt, q$run_id.faq))
+    nd <- sum(q$completed.dt); nf <- sum(q$completed.faq)
+    ud <- sum(q$unfinished.dt); uf <- sum(q$unfinished.faq)
+    n <- sprintf("%d replication(s); completed DT %d, FaQ %d; unfinished DT %d, FaQ %d", nrow(q), nd, nf, ud, uf)
+    note <- c(sprintf("counted: the reference user's flows started in the window [%g, %g) s that completed (the cross flows are not in the tables)",
+                      q$window_start.dt[1], q$window_start.dt[1] + q$window_s.dt[1]),
+              sprintf("left out: unfinished in the window DT %d, FaQ %d; started in the warm-up or the drain DT %d, FaQ %d",
+                      ud, uf, sum(q$outside_window.dt), sum(q$outside_window.faq)),
+              if (nzchar(why)) paste("replications left out:", why))
+    p <- chain_flow_pairs(t, q)
+    if (identical_sides(p))
+      return(row(cl, s, "", "", n, INSUFF, runs, paste(c(
+        "DropTail and FaQ give every reference flow the same outcome: one run given twice, or a pairing error", note), collapse = "; ")))
+    r <- completed_ratio(q)
+    ours <- sprintf("completed reference flows DT %d, FaQ %d in %d x %g s: FaQ/DT %.3g", nd, nf, nrow(q), q$window_s.dt[1], r$est)
+    lr <- latency_ratio(p)
+    if (!is.null(lr))
+      ours <- paste0(ours, sprintf("; mean latency FaQ/DT %.3g %s over the %d flows completed under both (%s; not tested)", lr$est,
+                                   fmt_ci(lr$lo, lr$hi, function(v) sprintf("%.3g", v)), nrow(p), lr$method))
+    few <- min(nd, nf) < need
+    if (few) note <- c(sprintf("fewer than %d completed reference flows under %s", need,
+                               paste(c(if (nd < need) "DropTail", if (nf < need) "FaQ"), collapse = " and ")), note)
+    row(cl, s, ours, sprintf("FaQ/DT %s (%s)", fmt_ci(r$lo, r$hi, function(v) sprintf("%.3g", v)), r$method), n,
+        if (few) INSUFF else better_status(log(r$lo), log(r$hi)), runs, paste(note, collapse = "; "))
+  })
+}
+
 verdict <- function(t, claims = read_claims()) {
   fl <- metric_flows(t)
   base <- if (nrow(fl)) sort(unique(fl[num(iw) == 2 & is_table1(fl)]$scen)) else character()
@@ -440,7 +490,8 @@ verdict <- function(t, claims = read_claims()) {
     out[[cl$id]] <- if (cl$scenario == "baseline") {
       if (!length(base)) list(not_run(cl, "needs valid runs of the Table 1 scenario with IW 2"))
       else lapply(base, function(s) baseline_claims(cl, t, fl, s))
-    } else if (!nrow(fl)) list(not_run(cl, "no valid runs"))
+    } else if (cl$scenario == "chain") claim_C17(cl, t)   # decides itself: a chain run that is invalid is insufficient data
+    else if (!nrow(fl)) list(not_run(cl, "no valid runs"))
     else if (cl$scenario == "buffer_sweep") sweep_claim(cl, t, copy(fl[num(iw) == 2]), "buffer_pkts")
     else if (cl$scenario == "iw_sweep") sweep_claim(cl, t, copy(fl), "iw")
     else if (cl$scenario == "persistent") claim_C8(cl, t)

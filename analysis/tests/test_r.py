@@ -93,7 +93,7 @@ def test_report_embeds_figures_verdict_and_invalid_runs(results):
     assert "src='figures/" not in h  # self-contained
     # the figure index names every figure of the paper, and why one is not drawn
     assert "drawn here. Each one not drawn says why." in h
-    assert "<td>F26</td>" in h and "the five-hop chain topology (Section 8) is not implemented yet" in h
+    assert "<td>F26</td>" in h and "needs valid runs of the chain scenario" in h
     # each figure has its caption under it: the paper's figure, then ours from the figure's table
     f3 = h[h.index("<h3 id='F3'>F3</h3>"):]
     f3 = f3[:f3.index("<h3 ", 5)]
@@ -223,3 +223,55 @@ def test_figure_tables_hold_the_known_answers(results):
     cens = [r for r in csv.DictReader(open(d / "figures" / "unfinished-flows.csv"))]
     assert sum(int(r["unfinished"]) for r in cens) == 3           # flow 6 in each of the 3 valid runs
     assert sum(int(r["flows"]) for r in cens) == 18
+
+
+def chain_run(path, aqm, n, unfinished=0, nseg=3):
+    """A chain run as the runner leaves it (docs/contracts.md, "Scenario chain"): the reference user's flows
+    us -> ur one after the other (each due 50 ms after the previous one's end), its schedule.csv written
+    from them, captures sender-us and sender-ur; `unfinished` more flows that only send their SYN. nseg: the
+    flows' segments (DropTail and FaQ runs whose every flow has the same latency would be one run given twice)."""
+    import json
+    run = synth.Run(path, duration_s=40.0)
+    t = 2.0
+    for i in range(n):
+        t = synth.clean(run.flow(i, 41000 + i, nseg, t), t) + 0.05
+    for i in range(n, n + unfinished):
+        run.flow(i, 41000 + i, 3, t).syn(t)
+        t += 3.0
+    d = run.write(aqm=aqm, load=0.0)
+    for old, new in (("a1", "us"), ("b1", "ur")):
+        os.rename(os.path.join(d, "pcap", f"sender-{old}.pcap"), os.path.join(d, "pcap", f"sender-{new}.pcap"))
+    sched = open(os.path.join(d, "schedule.csv")).read().replace(",a1,b1,forward,web", ",us,ur,forward,reference")
+    open(os.path.join(d, "schedule.csv"), "w").write("# generator=workloads.reference\n" + sched)
+    json.dump({"kind": "chain", "hosts": {"us": {"ip": synth.HOSTS["a1"], "lan": 0}, "ur": {"ip": synth.HOSTS["b1"], "lan": 5}},
+               "paths_rtt_ms": {"us-ur": 110}}, open(os.path.join(d, "hosts.json"), "w"))
+    spec = json.load(open(os.path.join(d, "run.json")))
+    spec.update(scenario="chain", topology=dict(spec["topology"], kind="chain"), workload={"kind": "reference"})
+    json.dump(spec, open(os.path.join(d, "run.json"), "w"))
+    return d
+
+
+@need_r
+def test_chain_figure_and_claim_from_extracted_runs(tmp_path):
+    """F26 and C17 read what extraction writes for a chain run: the reference flows by flow id, the window,
+    the seed. 8 flows with DropTail (one more left unfinished), 12 with FaQ: drawn, and too few to judge."""
+    import csv
+    for aqm, n, u, nseg in (("droptail", 8, 1, 3), ("favor", 12, 0, 2)):
+        rid = f"chain-10M-buf8-pareto30-paper-reno_{aqm}_load0.00_iw2_rep0"
+        ex.extract(chain_run(str(tmp_path / "runs" / rid), aqm, n, u, nseg), str(tmp_path / "tables" / rid), False)
+    r = subprocess.run(["Rscript", "analysis/R/figures.R", "--tables", str(tmp_path / "tables"), "--out", str(tmp_path / "f")],
+                       cwd=ROOT, capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    idx = {x["figure"]: x for x in csv.DictReader(open(tmp_path / "f" / "index.csv"))}
+    assert idx["F26"]["status"] == "drawn" and idx["F26"]["detail"] == "n = 8-12 flows from 1 run per AQM", idx["F26"]
+    counts = {x["aqm"]: x for x in csv.DictReader(open(tmp_path / "f" / "F26-completed.csv"))}
+    assert (counts["droptail"]["completed"], counts["droptail"]["unfinished"], counts["favor"]["completed"]) == ("8", "1", "12")
+    assert counts["favor"]["window_s"] == "39" and counts["favor"]["aqm_name"] == "FaQ"
+    # the chain's flows are in no Table 1 figure
+    assert idx["F3"]["status"] == "not drawn"
+    r = subprocess.run(["Rscript", "analysis/R/verdict.R", "--tables", str(tmp_path / "tables"), "--out", str(tmp_path / "v.csv")],
+                       cwd=ROOT, capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    c17 = next(x for x in csv.DictReader(open(tmp_path / "v.csv")) if x["claim"] == "C17")
+    assert c17["status"] == "insufficient data" and c17["note"].startswith("fewer than 30 completed reference flows"), c17
+    assert "completed DT 8, FaQ 12; unfinished DT 1, FaQ 0" in c17["n"] and c17["scenario"].startswith("chain 10Mb/s")
