@@ -1,18 +1,10 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * Userspace harness of las_core.h: the exact queueing code sch_las.c runs, driven from Python
- * (ctypes) by tests/test_las_core.py. skb_shim.h provides the kernel types and sk_buff queue helpers;
- * the two more las_core.h uses are below (the kernel has both).
+ * (ctypes) by tests/test_las_core.py. skb_shim.h provides the kernel types and sk_buff queue helpers.
  */
 #include "uapi/las.h"
 #include "skb_shim.h"
-
-typedef int32_t s32;
-
-static struct sk_buff *skb_peek_tail(const struct sk_buff_head *l)
-{
-	return skb_queue_empty(l) ? NULL : l->prev;
-}
 
 #define LAS_SKB_SEQ(skb) ((skb)->seq)
 #define LAS_SKB_LEN(skb) ((skb)->len)

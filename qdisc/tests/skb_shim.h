@@ -16,6 +16,7 @@
 
 typedef uint32_t u32;
 typedef uint64_t u64;
+typedef int32_t s32;
 typedef int64_t s64;
 
 struct sk_buff {
@@ -32,16 +33,16 @@ struct sk_buff_head {
 	u32 qlen;
 };
 
-static void __skb_queue_head_init(struct sk_buff_head *l)
+static inline void __skb_queue_head_init(struct sk_buff_head *l)
 {
 	l->next = l->prev = (struct sk_buff *)l;
 	l->qlen = 0;
 }
 
-static u32 skb_queue_len(const struct sk_buff_head *l) { return l->qlen; }
-static bool skb_queue_empty(const struct sk_buff_head *l) { return l->next == (const struct sk_buff *)l; }
+static inline u32 skb_queue_len(const struct sk_buff_head *l) { return l->qlen; }
+static inline bool skb_queue_empty(const struct sk_buff_head *l) { return l->next == (const struct sk_buff *)l; }
 
-static void __skb_unlink(struct sk_buff *skb, struct sk_buff_head *l)
+static inline void __skb_unlink(struct sk_buff *skb, struct sk_buff_head *l)
 {
 	l->qlen--;
 	skb->next->prev = skb->prev;
@@ -49,7 +50,7 @@ static void __skb_unlink(struct sk_buff *skb, struct sk_buff_head *l)
 	skb->next = skb->prev = NULL;
 }
 
-static void __skb_queue_tail(struct sk_buff_head *l, struct sk_buff *skb)
+static inline void __skb_queue_tail(struct sk_buff_head *l, struct sk_buff *skb)
 {
 	skb->next = (struct sk_buff *)l;
 	skb->prev = l->prev;
@@ -58,7 +59,7 @@ static void __skb_queue_tail(struct sk_buff_head *l, struct sk_buff *skb)
 	l->qlen++;
 }
 
-static struct sk_buff *__skb_dequeue(struct sk_buff_head *l)
+static inline struct sk_buff *__skb_dequeue(struct sk_buff_head *l)
 {
 	struct sk_buff *skb = skb_queue_empty(l) ? NULL : l->next;
 
@@ -67,12 +68,17 @@ static struct sk_buff *__skb_dequeue(struct sk_buff_head *l)
 	return skb;
 }
 
-static struct sk_buff *skb_peek(const struct sk_buff_head *l)
+static inline struct sk_buff *skb_peek(const struct sk_buff_head *l)
 {
 	return skb_queue_empty(l) ? NULL : l->next;
 }
 
-static struct sk_buff *__skb_dequeue_tail(struct sk_buff_head *l)
+static inline struct sk_buff *skb_peek_tail(const struct sk_buff_head *l)
+{
+	return skb_queue_empty(l) ? NULL : l->prev;
+}
+
+static inline struct sk_buff *__skb_dequeue_tail(struct sk_buff_head *l)
 {
 	struct sk_buff *skb = skb_queue_empty(l) ? NULL : l->prev;
 

@@ -2,28 +2,18 @@
 Algorithm 1 (FavorQueue) and of FavourTail, on every branch and on long random sequences."""
 import ctypes
 import random
-import shutil
-import subprocess
-from pathlib import Path
 
 import pytest
 
-QDISC = Path(__file__).resolve().parents[1]
+from qdisc.tests import harness
+
 FAVORED, STANDARD, PUSHOUT_VICTIM, DROP_FAVORED, DROP_STANDARD = range(5)
 NAMES = ["favored", "standard", "pushout_victim", "drop_favored", "drop_standard"]
 
 
 @pytest.fixture(scope="module")
 def lib(tmp_path_factory):
-    if not shutil.which("gcc"):
-        pytest.skip("gcc not installed (apt-get install gcc)")
-    so = tmp_path_factory.mktemp("core") / "core_harness.so"
-    # no ASan here: its runtime must be loaded first, which a ctypes library in Python is not
-    # -fno-strict-aliasing as the kernel: the list head is used as an sk_buff, as in the kernel
-    subprocess.run(["gcc", "-O2", "-fno-strict-aliasing", "-g", "-Wall", "-Wextra", "-Werror", "-fPIC", "-shared",
-                    f"-I{QDISC / 'include'}", "-o", str(so), str(QDISC / "tests" / "core_harness.c")],
-                   check=True)
-    return ctypes.CDLL(str(so))
+    return harness.build(tmp_path_factory, "core_harness")
 
 
 class Core:

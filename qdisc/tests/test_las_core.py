@@ -2,28 +2,18 @@
 Attained Service written from its definition, on every branch and on long random sequences."""
 import ctypes
 import random
-import shutil
-import subprocess
-from pathlib import Path
 
 import pytest
 
-QDISC = Path(__file__).resolve().parents[1]
+from qdisc.tests import harness
+
 ENQUEUED, DROP_ARRIVAL, PUSHOUT_VICTIM = range(3)      # enum las_verdict
 COUNTERS = ["enqueued", "drop_arrival", "pushouts", "drop_limit", "flow_resets"]
 
 
 @pytest.fixture(scope="module")
 def lib(tmp_path_factory):
-    if not shutil.which("gcc"):
-        pytest.skip("gcc not installed (apt-get install gcc)")
-    so = tmp_path_factory.mktemp("las") / "las_harness.so"
-    # as test_core.py: no ASan (a ctypes library cannot load its runtime first); -fno-strict-aliasing
-    # as the kernel, whose list head is used as an sk_buff
-    subprocess.run(["gcc", "-O2", "-fno-strict-aliasing", "-g", "-Wall", "-Wextra", "-Werror", "-fPIC", "-shared",
-                    f"-I{QDISC / 'include'}", "-o", str(so), str(QDISC / "tests" / "las_harness.c")],
-                   check=True)
-    lib = ctypes.CDLL(str(so))
+    lib = harness.build(tmp_path_factory, "las_harness")
     lib.h_served.restype = ctypes.c_uint64
     lib.h_qlen.restype = lib.h_flows.restype = ctypes.c_uint32
     return lib
