@@ -260,13 +260,13 @@ static int favor_init(struct Qdisc *sch, struct nlattr *opt, struct netlink_ext_
 		if (tb[TCA_FAVOR_BUCKETS])
 			buckets = nla_get_u32(tb[TCA_FAVOR_BUCKETS]);
 	}
-	counts = kvcalloc(buckets, sizeof(*counts), GFP_KERNEL);
+	counts = kvcalloc(buckets, sizeof(*counts), GFP_KERNEL_ACCOUNT);
 	if (!counts) {
 		NL_SET_ERR_MSG_MOD(extack, "cannot allocate the flow table");
 		return -ENOMEM;
 	}
 	favor_core_init(&q->core, counts, buckets,
-			max_t(u32, READ_ONCE(qdisc_dev(sch)->tx_queue_len), 1), false);
+			clamp_t(u32, READ_ONCE(qdisc_dev(sch)->tx_queue_len), 1, FAVOR_MAX_LIMIT), false);
 	q->flowkey = FAVOR_FLOWKEY_5TUPLE;
 	q->perturbation = get_random_u32();
 	favor_apply(sch, tb);

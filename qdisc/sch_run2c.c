@@ -1,0 +1,349 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * net/sched/sch_run2c.c	RuN2C: the first packets of every TCP flow served first.
+ *
+ * A packet whose TCP sequence number, counted from its flow's SYN, is below threshold * mss is of
+ * the high class; others are of the low class. High is served first; a high arrival to a full queue
+ * pushes out the last low packet. See run2c_core.h for the logic (shared with the tests) and for how
+ * the flow's initial sequence number is learnt from its SYN.
+ *
+ * References: Avrachenkov, Ayesta, Brown, Nyberg, "Differentiation between short and long TCP flows:
+ * predictability of the response time", IEEE INFOCOM 2004; Anelli, Diana, Lochin, "FavorQueue: a
+ * Parameterless Active Queue Management to Improve TCP Traffic Performance", Computer Networks 2014
+ * (Section 5.1: RuN2C with a threshold of 20 packets).
+ */
+
+#include <linux/module.h>
+#include <linux/types.h>
+#include <linux/kernel.h>
+#include <linux/errno.h>
+#include <linux/skbuff.h>
+#include <linux/slab.h>
+#include <linux/mm.h>
+#include <linux/random.h>
+#include <linux/tcp.h>
+#include <net/netlink.h>
+#include <net/pkt_sched.h>
+#include <net/sch_generic.h>
+#include <net/flow_dissector.h>
+
+#include "include/uapi/favor.h"
+#include "include/uapi/run2c.h"
+#include "flow_hash.h"
+
+#define RUN2C_VERSION		"0.1.0"		/* the DKMS package's, as sch_favor's */
+#define RUN2C_DEFAULT_BUCKETS	1024
+
+struct run2c_skb_cb {
+	u32 bucket;
+};
+
+static inline struct run2c_skb_cb *run2c_skb_cb(struct sk_buff *skb)
+{
+	qdisc_cb_private_validate(skb, sizeof(struct run2c_skb_cb));
+	return (struct run2c_skb_cb *)qdisc_skb_cb(skb)->data;
+}
+
+#define FAVOR_SKB_BUCKET(skb) (run2c_skb_cb(skb)->bucket)
+#include "run2c_core.h"
+
+struct run2c_sched_data {
+	struct run2c_core core;
+	u32 perturbation;	/* random hash seed */
+};
+
+static const struct nla_policy run2c_policy[TCA_RUN2C_MAX + 1] = {
+	[TCA_RUN2C_LIMIT]	= { .type = NLA_U32 },
+	[TCA_RUN2C_THRESHOLD]	= { .type = NLA_U32 },
+	[TCA_RUN2C_MSS]		= { .type = NLA_U32 },
+	[TCA_RUN2C_BUCKETS]	= { .type = NLA_U32 },
+};
+
+/* The flow (5-tuple hash: tag and bucket) and the TCP header fields the class depends on. */
+static u32 run2c_read(const struct run2c_sched_data *q, const struct sk_buff *skb, struct run2c_pkt *p)
+{
+	struct flow_keys keys;
+	struct tcphdr _th;
+	const struct tcphdr *th = NULL;
+
+	favorlab_dissect(skb, &keys);
+	p->tag = favorlab_flow_hash(&keys, FAVOR_FLOWKEY_5TUPLE, q->perturbation);
+	/* a non-first fragment has no TCP header (the dissector says so and gives no ports) */
+	if (keys.basic.ip_proto == IPPROTO_TCP && !(keys.control.flags & FLOW_DIS_IS_FRAGMENT))
+		th = skb_header_pointer(skb, keys.control.thoff, sizeof(_th), &_th);
+	p->tcp = th;
+	p->syn = th && th->syn;
+	p->seq = th ? ntohl(th->seq) : 0;
+	return reciprocal_scale(p->tag, q->core.q.buckets);
+}
+
+static int run2c_enqueue(struct sk_buff *skb, struct Qdisc *sch, struct sk_buff **to_free)
+{
+	struct run2c_sched_data *q = qdisc_priv(sch);
+	struct sk_buff *victim;
+	struct run2c_pkt p;
+	enum favor_verdict v;
+	u32 bucket;
+
+	bucket = run2c_read(q, skb, &p);
+	v = run2c_core_enqueue(&q->core, skb, bucket, &p, &victim);
+	if (victim) {
+		unsigned int len = qdisc_pkt_len(victim);
+
+		qdisc_qstats_backlog_dec(sch, victim);
+		qdisc_drop(victim, sch, to_free);
+		/* the parents counted the victim: tell them it is gone */
+		qdisc_tree_reduce_backlog(sch, 1, len);
+	}
+	if (v == FAVOR_VERDICT_FAVORED || v == FAVOR_VERDICT_STANDARD) {
+		if (!victim)
+			sch->q.qlen++;
+		qdisc_qstats_backlog_inc(sch, skb);
+		return NET_XMIT_SUCCESS;
+	}
+	return qdisc_drop(skb, sch, to_free);
+}
+
+static struct sk_buff *run2c_dequeue(struct Qdisc *sch)
+{
+	struct run2c_sched_data *q = qdisc_priv(sch);
+	struct sk_buff *skb = favor_core_dequeue(&q->core.q);
+
+	if (!skb)
+		return NULL;
+	sch->q.qlen--;
+	qdisc_qstats_backlog_dec(sch, skb);
+	qdisc_bstats_update(sch, skb);
+	return skb;
+}
+
+/* A real peek (the packet stays queued), for the reason favor_peek gives. */
+static struct sk_buff *run2c_peek(struct Qdisc *sch)
+{
+	struct run2c_sched_data *q = qdisc_priv(sch);
+
+	return favor_core_peek(&q->core.q);
+}
+
+static void run2c_reset(struct Qdisc *sch)
+{
+	struct run2c_sched_data *q = qdisc_priv(sch);
+	struct sk_buff *skb;
+
+	while ((skb = favor_core_dequeue(&q->core.q)))
+		rtnl_kfree_skbs(skb, skb);
+	sch->q.qlen = 0;
+	sch->qstats.backlog = 0;
+}
+
+static bool run2c_in(const struct nlattr *a, u32 lo, u32 hi)
+{
+	u32 v = nla_get_u32(a);
+
+	return v >= lo && v <= hi;
+}
+
+/*
+ * Checks every option before anything changes; the caller applies them. Ranges are checked here, not by
+ * the policy, so that the message names the range and the unit, as sch_favor does.
+ */
+static int run2c_parse(struct Qdisc *sch, struct nlattr *opt, struct nlattr **tb, bool create,
+		       struct netlink_ext_ack *extack)
+{
+	struct run2c_sched_data *q = qdisc_priv(sch);
+	int err;
+
+	/* tc does not set NLA_F_NESTED on TCA_OPTIONS: the deprecated (lenient) parser, as fq_codel */
+	err = nla_parse_nested_deprecated(tb, TCA_RUN2C_MAX, opt, run2c_policy, extack);
+	if (err < 0)
+		return err;
+	if (tb[TCA_RUN2C_LIMIT] && !run2c_in(tb[TCA_RUN2C_LIMIT], 1, RUN2C_MAX_LIMIT)) {
+		NL_SET_ERR_MSG_ATTR(extack, tb[TCA_RUN2C_LIMIT],
+				    "run2c: limit must be 1 to 1048576 packets");
+		return -EINVAL;
+	}
+	if (tb[TCA_RUN2C_THRESHOLD] && !run2c_in(tb[TCA_RUN2C_THRESHOLD], 1, 65535)) {
+		NL_SET_ERR_MSG_ATTR(extack, tb[TCA_RUN2C_THRESHOLD],
+				    "run2c: threshold must be 1 to 65535 packets");
+		return -EINVAL;
+	}
+	if (tb[TCA_RUN2C_MSS] && !run2c_in(tb[TCA_RUN2C_MSS], 1, 65535)) {
+		NL_SET_ERR_MSG_ATTR(extack, tb[TCA_RUN2C_MSS], "run2c: mss must be 1 to 65535 bytes");
+		return -EINVAL;
+	}
+	if (tb[TCA_RUN2C_BUCKETS]) {
+		u32 n = nla_get_u32(tb[TCA_RUN2C_BUCKETS]);
+
+		if (n < 1 || n > RUN2C_MAX_BUCKETS || !is_power_of_2(n)) {
+			NL_SET_ERR_MSG_ATTR(extack, tb[TCA_RUN2C_BUCKETS],
+					    "run2c: buckets must be a power of two from 1 to 1048576");
+			return -EINVAL;
+		}
+		if (!create && n != q->core.q.buckets) {
+			NL_SET_ERR_MSG_ATTR(extack, tb[TCA_RUN2C_BUCKETS],
+					    "run2c: buckets is set at creation only (delete and add the qdisc)");
+			return -EINVAL;
+		}
+	}
+	return 0;
+}
+
+static void run2c_apply(struct Qdisc *sch, struct nlattr **tb)
+{
+	struct run2c_sched_data *q = qdisc_priv(sch);
+
+	if (tb[TCA_RUN2C_LIMIT])
+		q->core.q.limit = nla_get_u32(tb[TCA_RUN2C_LIMIT]);
+	if (tb[TCA_RUN2C_THRESHOLD])
+		q->core.threshold = nla_get_u32(tb[TCA_RUN2C_THRESHOLD]);
+	if (tb[TCA_RUN2C_MSS])
+		q->core.mss = nla_get_u32(tb[TCA_RUN2C_MSS]);
+}
+
+static int run2c_change(struct Qdisc *sch, struct nlattr *opt, struct netlink_ext_ack *extack)
+{
+	struct run2c_sched_data *q = qdisc_priv(sch);
+	struct nlattr *tb[TCA_RUN2C_MAX + 1];
+	unsigned int dropped_pkts = 0, dropped_bytes = 0;
+	struct sk_buff *skb;
+	int err;
+
+	if (!opt)
+		return 0;
+	err = run2c_parse(sch, opt, tb, false, extack);
+	if (err)
+		return err;
+
+	sch_tree_lock(sch);
+	run2c_apply(sch, tb);
+	while ((skb = favor_core_trim_one(&q->core.q))) {
+		dropped_pkts++;
+		dropped_bytes += qdisc_pkt_len(skb);
+		sch->q.qlen--;
+		qdisc_qstats_backlog_dec(sch, skb);
+		qdisc_qstats_drop(sch);
+		rtnl_kfree_skbs(skb, skb);
+	}
+	qdisc_tree_reduce_backlog(sch, dropped_pkts, dropped_bytes);
+	sch_tree_unlock(sch);
+	return 0;
+}
+
+static int run2c_init(struct Qdisc *sch, struct nlattr *opt, struct netlink_ext_ack *extack)
+{
+	struct run2c_sched_data *q = qdisc_priv(sch);
+	struct nlattr *tb[TCA_RUN2C_MAX + 1] = {};
+	u32 buckets = RUN2C_DEFAULT_BUCKETS;
+	struct run2c_flow *flows;
+	u32 *counts;
+	int err;
+
+	if (opt) {
+		err = run2c_parse(sch, opt, tb, true, extack);
+		if (err)
+			return err;
+		if (tb[TCA_RUN2C_BUCKETS])
+			buckets = nla_get_u32(tb[TCA_RUN2C_BUCKETS]);
+	}
+	counts = kvcalloc(buckets, sizeof(*counts), GFP_KERNEL_ACCOUNT);
+	flows = kvcalloc(buckets, sizeof(*flows), GFP_KERNEL_ACCOUNT);
+	if (!counts || !flows) {
+		kvfree(counts);
+		kvfree(flows);
+		NL_SET_ERR_MSG_MOD(extack, "cannot allocate the flow table");
+		return -ENOMEM;
+	}
+	run2c_core_init(&q->core, counts, flows, buckets,
+			clamp_t(u32, READ_ONCE(qdisc_dev(sch)->tx_queue_len), 1, RUN2C_MAX_LIMIT),
+			RUN2C_DEFAULT_THRESHOLD, RUN2C_DEFAULT_MSS);
+	q->perturbation = get_random_u32();
+	run2c_apply(sch, tb);
+	return 0;
+}
+
+static void run2c_destroy(struct Qdisc *sch)
+{
+	struct run2c_sched_data *q = qdisc_priv(sch);
+
+	/* qdisc_destroy() has reset the queue; the tables are NULL if init failed early */
+	kvfree(q->core.q.counts);
+	kvfree(q->core.flows);
+	q->core.q.counts = NULL;
+	q->core.flows = NULL;
+}
+
+static int run2c_dump(struct Qdisc *sch, struct sk_buff *skb)
+{
+	struct run2c_sched_data *q = qdisc_priv(sch);
+	struct nlattr *opts;
+
+	opts = nla_nest_start_noflag(skb, TCA_OPTIONS);
+	if (!opts)
+		goto nla_put_failure;
+	if (nla_put_u32(skb, TCA_RUN2C_LIMIT, q->core.q.limit) ||
+	    nla_put_u32(skb, TCA_RUN2C_THRESHOLD, q->core.threshold) ||
+	    nla_put_u32(skb, TCA_RUN2C_MSS, q->core.mss) ||
+	    nla_put_u32(skb, TCA_RUN2C_BUCKETS, q->core.q.buckets))
+		goto nla_put_failure;
+	return nla_nest_end(skb, opts);
+
+nla_put_failure:
+	nla_nest_cancel(skb, opts);
+	return -1;
+}
+
+static int run2c_dump_stats(struct Qdisc *sch, struct gnet_dump *d)
+{
+	struct run2c_sched_data *q = qdisc_priv(sch);
+	const struct favor_core *c = &q->core.q;
+	struct tc_run2c_xstats st = {
+		.high		= c->c.favored,
+		.low		= c->c.standard,
+		.pushouts	= c->c.pushouts,
+		.drop_high	= c->c.drop_favored,
+		.drop_low	= c->c.drop_standard,
+		.drop_limit	= c->c.drop_limit,
+		.syns		= q->core.c.syns,
+		.unknown_flow	= q->core.c.unknown_flow,
+		.no_tcp		= q->core.c.no_tcp,
+		.high_qlen	= skb_queue_len(&c->favored),
+		.low_qlen	= skb_queue_len(&c->standard),
+	};
+
+	return gnet_stats_copy_app(d, &st, sizeof(st));
+}
+
+static struct Qdisc_ops run2c_qdisc_ops __read_mostly = {
+	.id		= "run2c",
+	.priv_size	= sizeof(struct run2c_sched_data),
+	.enqueue	= run2c_enqueue,
+	.dequeue	= run2c_dequeue,
+	.peek		= run2c_peek,
+	.init		= run2c_init,
+	.reset		= run2c_reset,
+	.destroy	= run2c_destroy,
+	.change		= run2c_change,
+	.dump		= run2c_dump,
+	.dump_stats	= run2c_dump_stats,
+	.owner		= THIS_MODULE,
+};
+#ifdef MODULE_ALIAS_NET_SCH
+MODULE_ALIAS_NET_SCH("run2c");
+#endif
+
+static int __init run2c_module_init(void)
+{
+	return register_qdisc(&run2c_qdisc_ops);
+}
+
+static void __exit run2c_module_exit(void)
+{
+	unregister_qdisc(&run2c_qdisc_ops);
+}
+
+module_init(run2c_module_init);
+module_exit(run2c_module_exit);
+MODULE_AUTHOR("favorlab");
+MODULE_DESCRIPTION("RuN2C: serve the first packets of every TCP flow first, with push-out");
+MODULE_LICENSE("GPL");
+MODULE_VERSION(RUN2C_VERSION);
