@@ -201,7 +201,7 @@ static int las_init(struct Qdisc *sch, struct nlattr *opt, struct netlink_ext_ac
 	struct las_sched_data *q = qdisc_priv(sch);
 	struct nlattr *tb[TCA_LAS_MAX + 1] = {};
 	u32 buckets = LAS_DEFAULT_BUCKETS;
-	u32 limit = max_t(u32, READ_ONCE(qdisc_dev(sch)->tx_queue_len), 1);
+	u32 limit = clamp_t(u32, READ_ONCE(qdisc_dev(sch)->tx_queue_len), 1, LAS_MAX_LIMIT);
 	struct las_bucket *tab;
 	u32 *heaps;
 	int err;
@@ -215,8 +215,8 @@ static int las_init(struct Qdisc *sch, struct nlattr *opt, struct netlink_ext_ac
 		if (tb[TCA_LAS_LIMIT])
 			limit = nla_get_u32(tb[TCA_LAS_LIMIT]);
 	}
-	tab = kvcalloc(buckets, sizeof(*tab), GFP_KERNEL);
-	heaps = kvcalloc(2 * (size_t)buckets, sizeof(*heaps), GFP_KERNEL);
+	tab = kvcalloc(buckets, sizeof(*tab), GFP_KERNEL_ACCOUNT);
+	heaps = kvcalloc(2 * (size_t)buckets, sizeof(*heaps), GFP_KERNEL_ACCOUNT);
 	if (!tab || !heaps) {
 		kvfree(tab);
 		kvfree(heaps);

@@ -15,12 +15,32 @@ QDISC = Path(__file__).resolve().parents[1]
 REPO = QDISC.parent
 
 
+def modules():
+    """The modules Kbuild builds (obj-m), e.g. ['sch_favor', 'sch_run2c']."""
+    return re.search(r"obj-m\s*:=\s*(.*)", (QDISC / "Kbuild").read_text()).group(1).replace(".o", "").split()
+
+
 def test_versions_agree():
-    mod = re.search(r'#define FAVOR_VERSION\s+"([^"]+)"', (QDISC / "sch_favor.c").read_text()).group(1)
     dkms = re.search(r'PACKAGE_VERSION="([^"]+)"', (QDISC / "dkms.conf").read_text()).group(1)
     role = re.search(r'sch_favor_version:\s*"([^"]+)"',
                      (REPO / "ansible/roles/sch_favor/defaults/main.yml").read_text()).group(1)
-    assert mod == dkms == role
+    assert dkms == role
+    for m in modules():
+        version = re.search(r'#define \w+_VERSION\s+"([^"]+)"', (QDISC / f"{m}.c").read_text()).group(1)
+        assert version == dkms, m
+
+
+def test_every_module_is_packaged_loaded_and_has_its_plugin_and_man_page():
+    """A qdisc added to Kbuild but not to dkms.conf, the role or the plugins would build here and be missing on
+    every testbed."""
+    built = set(re.findall(r'BUILT_MODULE_NAME\[\d+\]="([^"]+)"', (QDISC / "dkms.conf").read_text()))
+    assert built == set(modules())
+    defaults = (REPO / "ansible/roles/sch_favor/defaults/main.yml").read_text()
+    qdiscs = set(re.search(r"sch_favor_qdiscs:\s*\[([^\]]*)\]", defaults).group(1).replace(" ", "").split(","))
+    assert qdiscs == {m.removeprefix("sch_") for m in modules()}
+    for q in qdiscs:
+        assert (QDISC / "tc" / f"q_{q}.c").is_file() and (QDISC / f"tc-{q}.8").is_file(), q
+        assert f"tc/q_{q}.so" in (QDISC / "Makefile").read_text(), q
 
 
 def test_role_copies_every_module_source():
@@ -120,33 +140,53 @@ def test_module_builds_against_debian_headers():
 
 @pytest.fixture(scope="module")
 def plugin(tmp_path_factory):
+    """Every qdisc's tc plugin, built as the role builds it, in one TC_LIB_DIR."""
     if not shutil.which("gcc") or not shutil.which("tc"):
         pytest.skip("needs gcc and tc (iproute2)")
     d = tmp_path_factory.mktemp("tc")
-    subprocess.run(["gcc", "-O2", "-Wall", "-Wextra", "-Werror", "-fPIC", "-shared", f"-I{QDISC / 'include'}",
-                    "-o", str(d / "q_favor.so"), str(QDISC / "tc" / "q_favor.c")], check=True)
+    for m in modules():
+        q = m.removeprefix("sch_")
+        subprocess.run(["gcc", "-O2", "-Wall", "-Wextra", "-Werror", "-fPIC", "-shared", f"-I{QDISC / 'include'}",
+                        "-o", str(d / f"q_{q}.so"), str(QDISC / "tc" / f"q_{q}.c")], check=True)
     return d
 
 
 def test_plugin_uses_only_symbols_tc_exports(plugin):
     tc = shutil.which("tc")
-    undef = subprocess.run(["nm", "-D", "--undefined-only", str(plugin / "q_favor.so")], capture_output=True,
-                           text=True, check=True).stdout.split()
     exported = set(subprocess.run(["nm", "-D", "--defined-only", os.path.realpath(tc)], capture_output=True,
                                   text=True, check=True).stdout.split())
-    ours = [s for s in undef if s not in ("U", "w") and "@" not in s and not s.startswith("_")]
-    assert ours and all(s in exported for s in ours), [s for s in ours if s not in exported]
+    for so in sorted(plugin.glob("q_*.so")):
+        undef = subprocess.run(["nm", "-D", "--undefined-only", str(so)], capture_output=True,
+                               text=True, check=True).stdout.split()
+        ours = [s for s in undef if s not in ("U", "w") and "@" not in s and not s.startswith("_")]
+        assert ours and all(s in exported for s in ours), (so.name, [s for s in ours if s not in exported])
+
+
+def stock_tc(plugin, qdisc, args):
+    """tc qdisc add with the plugin, in a private network namespace (needs root)."""
+    if os.geteuid() != 0 or not shutil.which("unshare"):
+        pytest.skip("needs root for a private network namespace")
+    return subprocess.run(["unshare", "-n", "tc", "qdisc", "add", "dev", "lo", "root", qdisc, *args],
+                          capture_output=True, text=True, env=dict(os.environ, TC_LIB_DIR=str(plugin)))
+
+
+def test_run2c_plugin_parses_options_in_stock_tc(plugin):
+    """The host kernel has no sch_run2c: what the plugin refuses is refused before the kernel is asked."""
+    for args, message in [(["limit", "0"], '"limit" needs a number of packets from 1 to 1048576'),
+                          (["threshold", "70000"], '"threshold" needs a number of packets from 1 to 65535'),
+                          (["mss"], '"mss" needs a number of bytes from 1 to 65535'),
+                          (["buckets", "3"], '"buckets" needs a power of two'),
+                          (["bogus"], 'unknown option "bogus"')]:
+        p = stock_tc(plugin, "run2c", args)
+        assert p.returncode != 0 and message in p.stderr, (args, p.stderr)
+    p = stock_tc(plugin, "run2c", ["limit", "8", "threshold", "20", "mss", "1448", "buckets", "64"])
+    assert "run2c:" not in p.stderr and ("unknown" in p.stderr or p.returncode == 0), p.stderr
 
 
 def test_plugin_parses_options_in_stock_tc(plugin):
     """tc dlopens the plugin and parses; the host kernel has no sch_favor, so the kernel then refuses."""
-    if os.geteuid() != 0 or not shutil.which("unshare"):
-        pytest.skip("needs root for a private network namespace")
-    env = dict(os.environ, TC_LIB_DIR=str(plugin))
-
     def tc(args):
-        return subprocess.run(["unshare", "-n", "tc", "qdisc", "add", "dev", "lo", "root", "favor", *args],
-                              capture_output=True, text=True, env=env)
+        return stock_tc(plugin, "favor", args)
     p = tc(["limit", "0"])
     assert p.returncode != 0 and '"limit" needs a number of packets >= 1' in p.stderr
     p = tc(["buckets", "3"])
