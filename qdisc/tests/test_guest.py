@@ -265,3 +265,246 @@ def test_rmmod_under_traffic_and_dmesg_clean(guest):
     dmesg = guest.run("dmesg").stdout
     bad = [l for l in dmesg.splitlines() if re.search(r"WARNING|BUG|Oops|Call Trace|general protection", l)]
     assert not bad, "\n".join(bad)
+
+
+# ---------------------------------------------------------------- sch_run2c
+
+RUN2C_VERDICT_KEYS = ["high", "low", "pushouts", "drop_high", "drop_low", "drop_limit", "syns", "unknown_flow",
+                      "no_tcp"]
+
+
+def test_run2c_installed_options_and_bad_options(guest):
+    assert guest.run("modinfo -F version sch_run2c").stdout.strip() == dkms_version()
+    assert guest.run("test -f /usr/local/lib/favorlab/tc/q_run2c.so && test -f /usr/local/share/man/man8/tc-run2c.8",
+                     check=False).returncode == 0
+    guest.run("ip netns del qt 2>/dev/null; ip netns add qt && ip -n qt link add d0 type dummy")
+    try:
+        guest.run(ns(f"{TC} qdisc add dev d0 root run2c limit 20 threshold 5 mss 1000 buckets 64"))
+        q = json.loads(guest.run(ns(f"{TC} -s -j qdisc show dev d0")).stdout)[0]
+        assert q["kind"] == "run2c"
+        assert q["options"] == {"limit": 20, "threshold": 5, "mss": 1000, "buckets": 64}
+        assert all(q[k] == 0 for k in RUN2C_VERDICT_KEYS + ["high_qlen", "low_qlen"])
+        guest.run(ns(f"{TC} qdisc change dev d0 root run2c threshold 20 mss 1448"))
+        q = json.loads(guest.run(ns(f"{TC} -j qdisc show dev d0")).stdout)[0]
+        assert q["options"] == {"limit": 20, "threshold": 20, "mss": 1448, "buckets": 64}
+        for args, msg in [("limit 2000000", "limit must be 1 to 1048576 packets"),
+                          ("buckets 128", "buckets is set at creation only")]:
+            p = guest.run(ns(f"{TC} qdisc change dev d0 root run2c {args}"), check=False)
+            assert p.returncode != 0 and msg in p.stderr, (args, p.stderr)
+        guest.run(ns(f"{TC} qdisc del dev d0 root && ip link set d0 txqueuelen 77 && {TC} qdisc add dev d0 root run2c"))
+        q = json.loads(guest.run(ns(f"{TC} -j qdisc show dev d0")).stdout)[0]
+        assert q["options"] == {"limit": 77, "threshold": 20, "mss": 1448, "buckets": 1024}
+    finally:
+        guest.run("ip netns del qt", check=False)
+
+
+def expected_run2c(spec):
+    """Departure order and counters by the independent model of test_run2c_core.py. The primer (UDP, no TCP
+    header: low) leaves before the crafted packets arrive."""
+    from qdisc.tests.test_run2c_core import Model as Run2cModel
+    threshold, mss = spec["qdisc_args"][1], spec["qdisc_args"][3]
+    m = Run2cModel(spec["limit"], threshold, mss)
+    m.enqueue("primer", "primer", tcp=False)
+    m.dequeue()
+    for pid, kind, flow, *extra in spec["packets"]:
+        key = (kind, flow)
+        if kind == "tcp4s":
+            m.enqueue(pid, key, seq=extra[0]["seq"], syn=extra[0].get("syn", False), tag=key)
+        else:
+            m.enqueue(pid, key, tcp=False, tag=key)
+    limit_drops = m.set_limit(spec["change_limit"]) if spec.get("change_limit") else []
+    order = []
+    while (p := m.dequeue()) is not None:
+        order.append(p)
+    return order, m.c, limit_drops
+
+
+def run2c_spec(limit, packets, threshold=2, mss=100, change_limit=None):
+    return {"qdisc": "run2c", "qdisc_args": ["threshold", threshold, "mss", mss, "buckets", 1048576],
+            "limit": limit, "packets": packets, "change_limit": change_limit}
+
+
+def seg(pid, flow, seq, syn=False):
+    return [pid, "tcp4s", flow, {"seq": seq, "syn": syn}]
+
+
+HAND_RUN2C = {
+    # flow 1: its SYN, 2 high data packets (threshold 2 x mss 100), then low; flow 2 without a SYN: low;
+    # UDP: low; flow 3's ISN just below the wrap
+    "classes": run2c_spec(30, [seg(1, 1, 1000, syn=True), seg(2, 1, 1001), seg(3, 1, 1101), seg(4, 1, 1201),
+                               [5, "udp4", 1], seg(6, 2, 5), seg(7, 1, 1301), seg(8, 3, 2**32 - 50, syn=True),
+                               seg(9, 3, 2**32 - 49), seg(10, 3, 2**32 - 49 + 150), seg(11, 3, 2**32 - 49 + 250),
+                               seg(12, 1, 1101)]),
+    # a full queue of low packets: high arrivals push out the newest low ones, then a high arrival to a queue
+    # full of high packets and a low arrival are dropped
+    "pushout": run2c_spec(4, [[1, "udp4", 1], [2, "udp4", 1], [3, "udp4", 2], [4, "udp4", 2],
+                              seg(5, 1, 10, syn=True), seg(6, 2, 20, syn=True), seg(7, 1, 11), seg(8, 2, 21),
+                              seg(9, 3, 30, syn=True), [10, "udp4", 3]]),
+    "change_limit": run2c_spec(8, [seg(1, 1, 0, syn=True), [2, "udp4", 1], seg(3, 1, 1), [4, "udp4", 1],
+                                   seg(5, 1, 301), [6, "udp4", 2]], change_limit=2),
+}
+
+
+def random_run2c_spec(seed):
+    rng = random.Random(seed)
+    packets, isn, sent = [], {}, {}
+    for pid in range(1, rng.randint(18, 28) + 1):
+        flow = rng.randrange(4)
+        if rng.random() < 0.2:
+            packets.append([pid, "udp4", flow])
+        elif flow not in isn or rng.random() < 0.1:
+            isn[flow], sent[flow] = rng.randrange(2**32), 0
+            packets.append(seg(pid, flow, isn[flow], syn=True))
+        else:
+            packets.append(seg(pid, flow, isn[flow] + 1 + 100 * sent[flow]))
+            sent[flow] += 1
+    return run2c_spec(rng.choice([3, 5, 8]), packets, threshold=rng.choice([1, 2, 4]),
+                      change_limit=rng.choice([None, None, 2]))
+
+
+@pytest.mark.parametrize("name", list(HAND_RUN2C) + [f"random{s}" for s in range(3)])
+def test_run2c_crafted_packets_follow_the_model(guest, name):
+    spec = HAND_RUN2C[name] if name in HAND_RUN2C else random_run2c_spec(int(name[6:]))
+    order, counters, limit_drops = expected_run2c(spec)
+    p = guest.run(f"unshare -n python3 {GUEST_QDISC}/tests/guest/crafted.py --spec {shlex.quote(json.dumps(spec))}")
+    res = json.loads(p.stdout.strip().splitlines()[-1])
+    assert res["qdisc_backlogged"]["packets"] == 1, \
+        f"a crafted packet left before the burst was queued (sending took {res['send_s']:.2f} s): guest too slow"
+    assert res["order"] == order, f"departure order; spec {spec}"
+    q = res["qdisc"]
+    assert {k: q[k] for k in RUN2C_VERDICT_KEYS} == counters, f"xstats; spec {spec}"
+    assert q["drops"] == counters["pushouts"] + counters["drop_high"] + counters["drop_low"] + len(limit_drops)
+    assert q["qlen"] == 0 and q["backlog"] == 0 and q["high_qlen"] == q["low_qlen"] == 0
+    full, htb = res["qdisc_backlogged"], res["htb_backlogged"]
+    assert full["qlen"] == len(order) and (htb["qlen"], htb["backlog"]) == (full["qlen"], full["backlog"])
+
+
+def test_run2c_carries_tcp_traffic_with_its_config_entry(guest):
+    """config/aqms.yaml's run2c entry, with the arguments derived from the Table 1 bottleneck (8 packets, 10 Mb/s,
+    the linux profile's segment size), under the dumbbell's htb: real TCP goes through at the bottleneck's
+    rate, every connection's SYN-ACK is seen, each flow's first packets are high and the rest low."""
+    from orchestrate import experiment
+    topo = {"bottleneck_mbps": 10, "buffer_pkts": 8, "reverse_buffer_pkts": 8, "access_mbps": 100, "mtu": 1500}
+    entry = dict(experiment.aqm_setup("run2c", topo, experiment.TCP_PROFILES["linux"])["forward"], name="run2c")
+    assert entry["args"] == ["limit", "8", "threshold", "20", "mss", "1448"]
+    out = guest.run(f"python3 /opt/favorlab/testbed/tests/aqm_probe.py /opt/favorlab {shlex.quote(json.dumps([entry]))}",
+                    timeout=180)
+    r = json.loads(out.stdout.strip().splitlines()[-1])["run2c"]
+    assert r["error"] is None, r["error"]
+    q = [x for x in r["qdisc"] if x.get("kind") == "run2c"][0]
+    print(f"run2c: {r['received_mbps']:.2f} Mb/s, " + ", ".join(f"{k} {q[k]}" for k in RUN2C_VERDICT_KEYS))
+    assert 8.0 <= r["received_mbps"] <= 10.5
+    # iperf3: a control connection and 4 streams; the SYN-ACKs go the other way, the data senders' SYNs this way
+    assert q["syns"] >= 5 and q["unknown_flow"] == 0
+    assert q["high"] >= 4 * 20 and q["low"] > 2000       # every stream's first 20 segments; ~3300 packets in 4 s
+    assert q["drops"] > 0 and q["pushouts"] + q["drop_low"] > 0
+
+
+# ---------------------------------------------------------------- sch_las
+
+LAS_COUNTERS = ["enqueued", "drop_arrival", "pushouts", "drop_limit", "flow_resets"]
+ETH_IP_UDP = 14 + 20 + 8       # qdisc_pkt_len of a UDP/IPv4 datagram on the dummy device: its frame
+
+
+def test_las_installed_options_and_bad_options(guest):
+    assert guest.run("modinfo -F version sch_las").stdout.strip() == dkms_version()
+    assert guest.run("test -f /usr/local/lib/favorlab/tc/q_las.so && test -f /usr/local/share/man/man8/tc-las.8",
+                     check=False).returncode == 0
+    guest.run("ip netns del qt 2>/dev/null; ip netns add qt && ip -n qt link add d0 type dummy")
+    try:
+        guest.run(ns(f"{TC} qdisc add dev d0 root las limit 20 buckets 64"))
+        q = json.loads(guest.run(ns(f"{TC} -s -j qdisc show dev d0")).stdout)[0]
+        assert q["kind"] == "las" and q["options"] == {"limit": 20, "buckets": 64}
+        assert all(q[k] == 0 for k in LAS_COUNTERS + ["flows"])
+        guest.run(ns(f"{TC} qdisc change dev d0 root las limit 5"))
+        assert json.loads(guest.run(ns(f"{TC} -j qdisc show dev d0")).stdout)[0]["options"]["limit"] == 5
+        for args, msg in [("limit 2000000", "limit must be 1 to 1048576 packets"),
+                          ("buckets 128", "buckets is set at creation only")]:
+            p = guest.run(ns(f"{TC} qdisc change dev d0 root las {args}"), check=False)
+            assert p.returncode != 0 and msg in p.stderr, (args, p.stderr)
+        p = guest.run(ns(f"{TC} qdisc change dev d0 root las limit 0"), check=False)
+        assert p.returncode != 0 and '"limit" needs a number of packets' in p.stderr
+        guest.run(ns(f"{TC} qdisc del dev d0 root && ip link set d0 txqueuelen 77 && {TC} qdisc add dev d0 root las"))
+        assert json.loads(guest.run(ns(f"{TC} -j qdisc show dev d0")).stdout)[0]["options"] == {"limit": 77,
+                                                                                                  "buckets": 1024}
+    finally:
+        guest.run("ip netns del qt", check=False)
+
+
+def expected_las(spec):
+    """Departure order and counters by the independent model of test_las_core.py, with each packet's length
+    as the qdisc sees it (its frame). The primer (UDP, 300 bytes of payload) is served before the burst."""
+    from qdisc.tests.test_las_core import Model as LasModel
+    m = LasModel(spec["limit"])
+    m.enqueue("primer", "primer", "primer", ETH_IP_UDP + 300)
+    m.dequeue()
+    for pid, kind, flow, *extra in spec["packets"]:
+        assert kind == "udp4"
+        m.enqueue(pid, flow, ("udp4", flow), ETH_IP_UDP + (extra[0]["len"] if extra else 64))   # tag: never 0
+    limit_drops = m.set_limit(spec["change_limit"]) if spec.get("change_limit") else []
+    order = []
+    while (p := m.dequeue()) is not None:
+        order.append(p)
+    return order, m.c, limit_drops
+
+
+def udp(pid, flow, length):
+    return [pid, "udp4", flow, {"len": length}]
+
+
+def las_spec(limit, packets, change_limit=None):
+    return {"qdisc": "las", "qdisc_args": ["buckets", 1048576], "limit": limit, "packets": packets,
+            "change_limit": change_limit}
+
+
+HAND_LAS = {
+    # flow 1 has sent 3 packets when flows 2 and 3 begin: theirs go first; equal service leaves in arrival order
+    "service": las_spec(30, [udp(1, 1, 1000), udp(2, 1, 1000), udp(3, 1, 1000), udp(4, 2, 200), udp(5, 3, 1400),
+                             udp(6, 2, 200), udp(7, 3, 100), udp(8, 4, 64)]),
+    # a full queue of flow 1: a new flow's arrival pushes out flow 1's newest packet; flow 1's arrival is dropped
+    "overflow": las_spec(4, [udp(1, 1, 500), udp(2, 1, 500), udp(3, 1, 500), udp(4, 1, 500), udp(5, 2, 500),
+                             udp(6, 1, 500), udp(7, 3, 100), udp(8, 2, 1400)]),
+    "change_limit": las_spec(8, [udp(i, i % 3, 100 * i) for i in range(1, 9)], change_limit=3),
+}
+
+
+def random_las_spec(seed):
+    rng = random.Random(seed)
+    packets = [udp(pid, rng.randrange(5), rng.choice([10, 200, 700, 1400]))
+               for pid in range(1, rng.randint(18, 28) + 1)]
+    return las_spec(rng.choice([3, 5, 8]), packets, change_limit=rng.choice([None, None, 2]))
+
+
+@pytest.mark.parametrize("name", list(HAND_LAS) + [f"random{s}" for s in range(3)])
+def test_las_crafted_packets_follow_the_model(guest, name):
+    spec = HAND_LAS[name] if name in HAND_LAS else random_las_spec(int(name[6:]))
+    order, counters, limit_drops = expected_las(spec)
+    p = guest.run(f"unshare -n python3 {GUEST_QDISC}/tests/guest/crafted.py --spec {shlex.quote(json.dumps(spec))}")
+    res = json.loads(p.stdout.strip().splitlines()[-1])
+    assert res["qdisc_backlogged"]["packets"] == 1, \
+        f"a crafted packet left before the burst was queued (sending took {res['send_s']:.2f} s): guest too slow"
+    assert res["order"] == order, f"departure order; spec {spec}"
+    q = res["qdisc"]
+    assert {k: q[k] for k in LAS_COUNTERS} == counters, f"xstats; spec {spec}"
+    assert q["drops"] == counters["pushouts"] + counters["drop_arrival"] + len(limit_drops)
+    assert q["qlen"] == 0 and q["backlog"] == 0 and q["flows"] == 0
+    full, htb = res["qdisc_backlogged"], res["htb_backlogged"]
+    assert full["qlen"] == len(order) and (htb["qlen"], htb["backlog"]) == (full["qlen"], full["backlog"])
+
+
+def test_las_carries_tcp_traffic_with_its_config_entry(guest):
+    """config/aqms.yaml's las entry under the dumbbell's htb with the Table 1 bottleneck (8 packets, 10 Mb/s): four
+    TCP streams share it at the bottleneck's rate, and what LAS dropped is in its statistics."""
+    from orchestrate import experiment
+    topo = {"bottleneck_mbps": 10, "buffer_pkts": 8, "reverse_buffer_pkts": 8, "access_mbps": 100, "mtu": 1500}
+    entry = dict(experiment.aqm_setup("las", topo)["forward"], name="las")
+    assert entry["args"] == ["limit", "8"]
+    out = guest.run(f"python3 /opt/favorlab/testbed/tests/aqm_probe.py /opt/favorlab {shlex.quote(json.dumps([entry]))}",
+                    timeout=180)
+    r = json.loads(out.stdout.strip().splitlines()[-1])["las"]
+    assert r["error"] is None, r["error"]
+    q = [x for x in r["qdisc"] if x.get("kind") == "las"][0]
+    print(f"las: {r['received_mbps']:.2f} Mb/s, " + ", ".join(f"{k} {q[k]}" for k in LAS_COUNTERS))
+    assert 8.0 <= r["received_mbps"] <= 10.5
+    assert q["enqueued"] > 2000 and q["flow_resets"] >= 5          # ~3300 packets in 4 s; 5 connections
+    assert q["drops"] == q["pushouts"] + q["drop_arrival"] and q["drops"] > 0

@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""Guest side of qdisc/tests/test_guest.py: crafted packets through sch_favor, departure order read back.
+"""Guest side of qdisc/tests/test_guest.py: crafted packets through one of favorlab's qdiscs (sch_favor,
+sch_run2c, sch_las), departure order read back.
 
     unshare -n python3 crafted.py --spec JSON      (root, in the guest; prints one JSON object)
 
@@ -8,10 +9,14 @@ only leaf. A primer packet empties htb's tokens, so the crafted packets that fol
 (about 2.7 s of slack); then the htb rate is raised and the queue drains. An AF_PACKET socket
 on d0 sees every packet as it leaves (after the qdisc), in departure order. Each crafted packet
 carries its id. Packet kinds: udp4 / udp6 (datagram to port 20000+flow), tcp4 (raw TCP segment,
-ports 30000+flow, id in the sequence number), frag4 (an IPv4 UDP datagram of 2000 bytes, port
-21000+flow: 2 fragments, reported as id and -id), arp (an ARP frame, ethertype 0x0806).
-Spec: {"limit": N, "nopushout": bool, "packets": [[id, kind, flow], ...], "change_limit": M|null,
-"trace": path|null}. Output: {"order": [ids...], "xstats": {...}, "qdisc": {...}}.
+ports 30000+flow, id in the sequence number), tcp4s (raw TCP segment, ports 31000+flow, with the
+sequence number and SYN flag of its 4th element {"seq": n, "syn": bool}, id in the payload),
+frag4 (an IPv4 UDP datagram of 2000 bytes, port 21000+flow: 2 fragments, reported as id and -id),
+arp (an ARP frame, ethertype 0x0806). A udp4 packet's 4th element {"len": n} sets its UDP payload
+size (at least 4 bytes; default 64).
+Spec: {"qdisc": "favor" (default) | "run2c" | "las", "qdisc_args": [...], "limit": N, "nopushout": bool,
+"packets": [[id, kind, flow(, extra)], ...], "change_limit": M|null, "trace": path|null}.
+Output: {"order": [ids...], "qdisc": {...}, "qdisc_backlogged": {...}, ...}.
 Standard library only.
 """
 import argparse
@@ -39,7 +44,11 @@ def sh(*cmd):
     return r.stdout
 
 
-def setup(limit, nopushout):
+def setup(spec):
+    kind = spec.get("qdisc", "favor")
+    args = ["limit", str(spec["limit"])] + [str(a) for a in spec.get("qdisc_args", [])]
+    if kind == "favor":
+        args += ["buckets", "1048576", *(["nopushout"] if spec.get("nopushout") else [])]
     # no IPv6 router solicitations in this namespace; MLD reports for the new address are let pass below
     for k in ("accept_ra", "router_solicitations"):
         with open(f"/proc/sys/net/ipv6/conf/default/{k}", "w") as f:
@@ -52,8 +61,7 @@ def setup(limit, nopushout):
     sh("tc", "qdisc", "add", "dev", DEV, "root", "handle", "1:", "htb", "default", "1")
     sh("tc", "class", "add", "dev", DEV, "parent", "1:", "classid", "1:1", "htb", "rate", "1kbit",
        "burst", "1", "cburst", "1")   # no slack: after the primer the class owes ~2.7 s
-    sh("tc", "qdisc", "add", "dev", DEV, "parent", "1:1", "handle", "10:", "favor", "limit", str(limit),
-       "buckets", "1048576", *(["nopushout"] if nopushout else []))
+    sh("tc", "qdisc", "add", "dev", DEV, "parent", "1:1", "handle", "10:", kind, *args)
 
 
 def sender():
@@ -64,8 +72,9 @@ def sender():
     pkt.bind((DEV, 0))
     mac = pkt.getsockname()[4].hex()     # /sys shows the outer namespace
 
-    def send(pid, kind, flow):
-        body = struct.pack("!I", pid) + b"F" * 60
+    def send(pid, kind, flow, extra=None):
+        extra = extra or {}
+        body = struct.pack("!I", pid) + b"F" * (extra.get("len", 64) - 4)
         if kind == "udp4":
             if flow not in s4:
                 s4[flow] = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
@@ -75,6 +84,11 @@ def sender():
         elif kind == "tcp4":
             hdr = struct.pack("!HHIIBBHHH", 30000 + flow, 30000 + flow, pid, 0, 5 << 4, 0x10, 65535, 0, 0)
             raw_tcp.sendto(hdr + b"T" * 60, (DST4, 0))
+        elif kind == "tcp4s":
+            flags = 0x02 if extra.get("syn") else 0x10          # SYN, or ACK
+            hdr = struct.pack("!HHIIBBHHH", 31000 + flow, 31000 + flow, extra["seq"] % 2**32, 0, 5 << 4, flags,
+                              65535, 0, 0)
+            raw_tcp.sendto(hdr + struct.pack("!I", pid) + b"T" * 60, (DST4, 0))
         elif kind == "frag4":
             s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
             s.setsockopt(socket.IPPROTO_IP, 10, 0)       # IP_MTU_DISCOVER = IP_PMTUDISC_DONT: fragment
@@ -105,6 +119,8 @@ def packet_id(frame):
         l4 = p[ihl:]
         if proto == 17 and struct.unpack("!H", l4[2:4])[0] >= 20000:
             return ("udp", struct.unpack("!I", l4[8:12])[0])
+        if proto == 6 and struct.unpack("!H", l4[0:2])[0] >= 31000:      # tcp4s: id in the payload
+            return ("tcp", struct.unpack("!I", l4[20:24])[0])
         if proto == 6:
             return ("tcp", struct.unpack("!I", l4[4:8])[0])
     if et == 0x86dd and p[6] == 17:
@@ -119,7 +135,8 @@ def main():
     ap.add_argument("--spec", required=True)
     a = ap.parse_args()
     spec = json.loads(a.spec)
-    setup(spec["limit"], spec.get("nopushout"))
+    kind = spec.get("qdisc", "favor")
+    setup(spec)
     sniff = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, socket.htons(3))   # ETH_P_ALL
     sniff.bind((DEV, 0))
     sniff.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 1 << 22)
@@ -136,15 +153,15 @@ def main():
     s.sendto(b"P" * 300, (DST4, 9999))             # leaves at once; the class then owes ~2.7 s
     time.sleep(0.05)
     t0 = time.monotonic()
-    for pid, kind, flow in spec["packets"]:
+    for pid, pkind, flow, *extra in spec["packets"]:
         try:
-            send(pid, kind, flow)
+            send(pid, pkind, flow, *extra)
         except OSError as e:                         # ENOBUFS: the qdisc dropped it (raw/packet sockets say so)
             if e.errno != 105:
                 raise
     elapsed = time.monotonic() - t0
     if spec.get("change_limit"):
-        sh("tc", "qdisc", "change", "dev", DEV, "parent", "1:1", "handle", "10:", "favor",
+        sh("tc", "qdisc", "change", "dev", DEV, "parent", "1:1", "handle", "10:", kind,
            "limit", str(spec["change_limit"]))
     xs_full = json.loads(sh("tc", "-s", "-j", "qdisc", "show", "dev", DEV))
     htb_full = json.loads(sh("tc", "-s", "-j", "qdisc", "show", "dev", DEV, "root"))
@@ -154,7 +171,7 @@ def main():
     deadline = time.monotonic() + 15
     while time.monotonic() < deadline:
         time.sleep(0.2)
-        if [q for q in json.loads(sh("tc", "-s", "-j", "qdisc", "show", "dev", DEV)) if q.get("kind") == "favor"][0]["qlen"] == 0:
+        if [q for q in json.loads(sh("tc", "-s", "-j", "qdisc", "show", "dev", DEV)) if q.get("kind") == kind][0]["qlen"] == 0:
             break
     order, frag_ids = [], {}
     sniff.setblocking(False)
@@ -176,8 +193,8 @@ def main():
         tracer.send_signal(signal.SIGINT)
         tracer.wait(timeout=30)
     qd = json.loads(sh("tc", "-s", "-j", "qdisc", "show", "dev", DEV))
-    fav = [q for q in qd if q.get("kind") == "favor"][0]
-    fav_before = [q for q in xs_full if q.get("kind") == "favor"][0]
+    fav = [q for q in qd if q.get("kind") == kind][0]
+    fav_before = [q for q in xs_full if q.get("kind") == kind][0]
     print(json.dumps({"order": order, "qdisc": fav, "qdisc_backlogged": fav_before,
                       "htb_backlogged": [q for q in htb_full if q.get("kind") == "htb"][0],
                       "send_s": elapsed, "trace_options": trace_options}))
