@@ -597,8 +597,9 @@ def schedule_args(cfg: dict, run: Run) -> list[str]:
             "--topology", p["topology"]]
 
 
-def _aqm_args(args: list, topo: dict) -> list[str]:
-    """An entry's tc arguments with the fields of config/aqms.yaml filled in from the run's topology."""
+def _aqm_args(args: list, topo: dict, tcp: dict | None = None) -> list[str]:
+    """An entry's tc arguments with the fields of config/aqms.yaml filled in from the run's topology and TCP
+    profile."""
     b = topo["buffer_pkts"]
     mtu = topo.get("mtu", TOPOLOGY_DEFAULTS["mtu"])
     third, two_thirds = max(1, b // 3), max(2, (2 * b) // 3)
@@ -606,15 +607,18 @@ def _aqm_args(args: list, topo: dict) -> list[str]:
                   buffer_bytes_third=third * mtu, buffer_bytes_two_thirds=two_thirds * mtu,
                   # tc-red(8): burst = (min + min + max) / (3 * avpkt), in packets, at least 1
                   red_burst=max(1, -(-(2 * third + two_thirds) // 3)),
-                  sfb_target=max(1, (4 * b) // 5))
+                  sfb_target=max(1, (4 * b) // 5),
+                  # a full segment's payload: the MTU less the IPv4 and TCP headers, and TCP timestamps' 12 bytes
+                  # when the profile has them (the hosts use IPv4; no other option is on every segment)
+                  tcp_mss=mtu - 40 - (12 if (tcp or {}).get("timestamps") else 0))
     return [str(a).format(**fields) for a in args]
 
 
-def aqm_setup(name: str, topo: dict) -> dict:
+def aqm_setup(name: str, topo: dict, tcp: dict | None = None) -> dict:
     entry = load_aqms()[name]
     return {"name": name, "paper_name": entry.get("paper_name", name),
-            "forward": {"kind": entry["forward"]["kind"], "args": _aqm_args(entry["forward"]["args"], topo)},
-            "reverse": {"kind": entry["reverse"]["kind"], "args": _aqm_args(entry["reverse"]["args"], topo)}}
+            "forward": {"kind": entry["forward"]["kind"], "args": _aqm_args(entry["forward"]["args"], topo, tcp)},
+            "reverse": {"kind": entry["reverse"]["kind"], "args": _aqm_args(entry["reverse"]["args"], topo, tcp)}}
 
 
 def run_spec(cfg: dict, run: Run) -> dict:
@@ -627,7 +631,7 @@ def run_spec(cfg: dict, run: Run) -> dict:
         "config_name": cfg["name"],
         "scenario": run.scenario,
         "topology": topo,
-        "aqm": aqm_setup(run.aqm, topo),
+        "aqm": aqm_setup(run.aqm, topo, TCP_PROFILES[run.profile]),
         "tcp": dict(TCP_PROFILES[run.profile], profile=run.profile, congestion_control=run.cc, iw=run.iw),
         "load": run.load,
         "reverse_load": sec["reverse_load"],

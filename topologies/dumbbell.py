@@ -23,6 +23,7 @@ RIGHT = ("b1", "b2", "b3")
 ROUTERS = ("rl", "rr")
 HOSTS = LEFT + RIGHT
 FAVOR_TC_LIB = "/usr/local/lib/favorlab/tc"
+FAVORLAB_QDISCS = ("favor", "run2c", "las")    # qdisc/ (ansible role sch_favor): their tc plugins are in FAVOR_TC_LIB
 NETEM_LIMIT = 10000  # packets: well above the largest BDP (1000 Mb/s x 200 ms is ~16700 pkts only at 1G
 #                      access; access-port queues hold no standing queue, so this never binds in practice)
 
@@ -136,9 +137,10 @@ def offload_cmd(dev: str) -> list[str]:
 
 
 def tc_env(kind: str) -> dict:
-    """Environment for tc: favor's tc plugin (q_favor.so) lives in favorlab's own TC_LIB_DIR."""
+    """Environment for tc: the plugins of favorlab's qdiscs (q_favor.so...) live in favorlab's own TC_LIB_DIR,
+    which only their commands get: stock tc reads netem's distribution tables from the default one."""
     env = dict(os.environ)
-    if kind == "favor":
+    if kind in FAVORLAB_QDISCS:
         env["TC_LIB_DIR"] = FAVOR_TC_LIB
     return env
 

@@ -573,8 +573,8 @@ class Run:
         kind = s["topology"]["kind"]
         topomod = topology_module(kind)
         workload_cmd("client", s)     # a missing workload binary fails the run before anything is set up
-        for kind in {s["aqm"]["forward"]["kind"], s["aqm"]["reverse"]["kind"]} - {"p4"}:
-            mod = "sch_favor" if kind == "favor" else f"sch_{kind}"
+        for qdisc in {s["aqm"]["forward"]["kind"], s["aqm"]["reverse"]["kind"]} - {"p4"}:
+            mod = f"sch_{qdisc}"
             p = out(["modprobe", mod])   # built-in or already loaded is fine; tc says if it is missing
             if p.strip():
                 self.log(f"modprobe {mod}: {p.strip()}")
@@ -980,12 +980,16 @@ def manifest(spec: dict, run_dir: Path) -> dict:
         m["mininet"] = getattr(mininet.net, "VERSION", "unknown")
     except ImportError:
         m["mininet"] = None
-    if Path("/sys/module/sch_favor").exists():
-        info = out(["modinfo", "sch_favor"])
-        m["sch_favor"] = {k: (re.search(rf"^{k}:\s*(.*)$", info, re.M) or [None, None])[1]
-                          for k in ("version", "srcversion")}
-    else:
-        m["sch_favor"] = None
-    f = m["sch_favor"]   # one string for tables (analysis/report.py reads module_version)
-    m["module_version"] = f"sch_favor {f['version']} ({f['srcversion']})" if f else ""
+    from topologies.dumbbell import FAVORLAB_QDISCS
+    # favorlab's own qdisc modules (one DKMS package, qdisc/), each as loaded: which code made the result
+    for mod in (f"sch_{q}" for q in FAVORLAB_QDISCS):
+        if Path(f"/sys/module/{mod}").exists():
+            info = out(["modinfo", mod])
+            m[mod] = {k: (re.search(rf"^{k}:\s*(.*)$", info, re.M) or [None, None])[1]
+                      for k in ("version", "srcversion")}
+        else:
+            m[mod] = None
+    # one string for tables (analysis/report.py reads module_version), sch_favor first
+    m["module_version"] = "; ".join(f"sch_{q} {m[f'sch_{q}']['version']} ({m[f'sch_{q}']['srcversion']})"
+                                    for q in FAVORLAB_QDISCS if m[f"sch_{q}"])
     return m
