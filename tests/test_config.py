@@ -16,11 +16,19 @@ def smoke():
     return yaml.safe_load((REPO / "config" / "smoke.yaml").read_text())
 
 
-@pytest.mark.parametrize("name", ["smoke", "quick", "paper", "figures"])
+@pytest.mark.parametrize("name", ["smoke", "quick", "paper", "figures", "aqm-bench"])
 def test_shipped_configs_are_valid(name):
     cfg = experiment.load(REPO / "config" / f"{name}.yaml")
     assert cfg["name"] == name
     assert experiment.runs(cfg)
+
+
+def test_aqm_bench_has_every_qdisc_aqm():
+    """A new entry of config/aqms.yaml joins the benchmark (the P4 programs need their toolchain: p4-quick)."""
+    cfg = experiment.load(REPO / "config" / "aqm-bench.yaml")
+    qdisc_aqms = {n for n, e in experiment.load_aqms().items() if e["forward"]["kind"] != "p4"}
+    assert set(cfg["aqms"]) == qdisc_aqms
+    assert {r.load for r in experiment.runs(cfg)} == {0.25, 0.55, 0.85, 0.95}
 
 
 def test_quick_covers_all_ten_loads_for_both_aqms():
@@ -107,7 +115,8 @@ def test_snakemake_rejects_bad_config_before_any_job(tmp_path):
     assert not (REPO / "results" / "bad-config-test").exists()
 
 
-@pytest.mark.parametrize("config, schedules, runs", [("quick", 10, 20), ("p4-quick", 10, 20), ("figures", 14, 40)])
+@pytest.mark.parametrize("config, schedules, runs", [("quick", 10, 20), ("p4-quick", 10, 20), ("figures", 14, 40),
+                                                             ("aqm-bench", 4, 56)])
 def test_snakemake_plans_the_whole_matrix(config, schedules, runs, tmp_path):
     # --forceall: the whole matrix, even where results/<name> already holds a finished reproduction.
     # p4-quick's AQM names have a hyphen (p4-favorqueue): every rule must accept them as run ids. Its
