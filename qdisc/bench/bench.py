@@ -1,21 +1,24 @@
 #!/usr/bin/env python3
-"""Per-packet cost of sch_favor against pfifo, in the kernel, with pktgen.
+"""Per-packet cost of one of favorlab's qdiscs (sch_favor, sch_run2c, sch_las) against pfifo, in the kernel,
+with pktgen.
 
-    python3 /opt/favorlab/qdisc/bench/bench.py [--seconds 1.5] [--reps 3] [--limits 8 100 1000 10000]
-                                               [--flows 1 100 10000] [--json out.json]
+    python3 /opt/favorlab/qdisc/bench/bench.py [--qdisc favor|run2c|las] [--seconds 1.5] [--reps 3]
+                                               [--limits 8 100 1000 10000] [--flows 1 100 10000] [--json out.json]
 
 Runs as root on a testbed host (the QEMU guest; see qdisc/bench/run). For each mode, limit and
 number of flows it runs pktgen (xmit_mode queue_xmit: every packet goes through dev_queue_xmit and
-the qdisc) on a dummy device in a private network namespace, once with pfifo and once with favor,
+the qdisc) on a dummy device in a private network namespace, once with pfifo and once with the qdisc,
 interleaved, --reps times, and reports the packets pktgen offered per second (accepted + dropped
 by the qdisc; median). pktgen is CPU bound, so
-pps_pfifo / pps_favor is the ratio of the whole per-packet cost (skb allocation, dev_queue_xmit,
-qdisc, driver) with favor to that with pfifo; the qdisc's own share is smaller than the whole.
+pps_pfifo / pps_qdisc is the ratio of the whole per-packet cost (skb allocation, dev_queue_xmit,
+qdisc, driver) with the qdisc to that with pfifo; the qdisc's own share is smaller than the whole.
+pktgen sends UDP only: run2c classes every packet low without reading a TCP header (its cheaper path).
 
 Modes:
   backlogged  htb at 1 Mbit/s above the qdisc: the queue stays full at `limit`, so every arrival
               takes the full-queue branch (pfifo: tail drop; favor: standard drop, or push-out of
-              the last standard packet when the arrival's flow has nothing queued)
+              the last standard packet when the arrival's flow has nothing queued; las: the arrival
+              or the tail of the flow with most attained service dropped)
   through     the qdisc as root of the dummy device: enqueue + dequeue at a near-empty queue
 Flows: pktgen cycles UDP source ports over N values (N concurrent flows, round robin).
 Standard library only.
@@ -32,6 +35,9 @@ import sys
 import time
 
 PG = "/proc/net/pktgen"
+# tc -s -j's fields every qdisc has; the rest of a qdisc's object is its own options and xstats
+STANDARD_STATS = {"kind", "handle", "parent", "root", "options", "bytes", "packets", "drops", "overlimits",
+                  "requeues", "backlog", "qlen", "refcnt"}
 TC_ENV = dict(os.environ, TC_LIB_DIR=os.environ.get("TC_LIB_DIR", "/usr/local/lib/favorlab/tc"))
 
 
@@ -48,7 +54,7 @@ def pg(path, cmd):
 
 
 def run_one(mode, kind, limit, flows, seconds):
-    """pktgen pps through `kind` (pfifo or favor) in a fresh device."""
+    """pktgen pps through `kind` (pfifo or the qdisc under test) in a fresh device."""
     sh("ip link del bench0 2>/dev/null; ip link add bench0 type dummy && ip link set bench0 up txqueuelen 1000")
     if mode == "backlogged":
         sh("tc qdisc add dev bench0 root handle 1: htb default 1 && "
@@ -85,6 +91,7 @@ def run_one(mode, kind, limit, flows, seconds):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--qdisc", default="favor", choices=["favor", "run2c", "las"], help="the qdisc against pfifo")
     ap.add_argument("--seconds", type=float, default=1.5, help="length of one pktgen run (default 1.5 s)")
     ap.add_argument("--reps", type=int, default=3)
     ap.add_argument("--limits", type=int, nargs="+", default=[8, 100, 1000, 10000])
@@ -95,7 +102,7 @@ def main():
     if os.geteuid() != 0:
         sys.exit("bench: run as root (pktgen, tc)")
     subprocess.run(["modprobe", "pktgen"], check=True)
-    subprocess.run(["modprobe", "sch_favor"], check=True)
+    subprocess.run(["modprobe", f"sch_{a.qdisc}"], check=True)
     if not os.path.exists(f"{PG}/kpktgend_0"):
         sys.exit("bench: /proc/net/pktgen/kpktgend_0 missing after modprobe pktgen")
     cpus = os.cpu_count()
@@ -110,38 +117,37 @@ def main():
                 grid.append((mode, limit, flows))
     results = []
     t0 = time.time()
+    qd = a.qdisc
     for mode, limit, flows in grid:
-        pps = {"pfifo": [], "favor": []}
+        pps = {"pfifo": [], qd: []}
         last = {}
         for _ in range(a.reps):
-            for kind in ("pfifo", "favor"):          # interleaved: drifts hit both alike
+            for kind in ("pfifo", qd):          # interleaved: drifts hit both alike
                 v, q = run_one(mode, kind, limit, flows, a.seconds)
                 pps[kind].append(v)
                 last[kind] = q
-        r = {"mode": mode, "limit": limit, "flows": flows,
-             "pps_pfifo": statistics.median(pps["pfifo"]), "pps_favor": statistics.median(pps["favor"]),
-             "runs": pps, "favor_xstats": {k: last["favor"].get(k) for k in
-                                           ("favored", "standard", "pushouts", "drop_favored", "drop_standard")}}
-        r["ratio"] = r["pps_pfifo"] / r["pps_favor"]
+        r = {"mode": mode, "limit": limit, "flows": flows, "qdisc": qd,
+             "pps_pfifo": statistics.median(pps["pfifo"]), "pps_qdisc": statistics.median(pps[qd]),
+             "runs": pps, "xstats": {k: v for k, v in last[qd].items() if k not in STANDARD_STATS}}
+        r["ratio"] = r["pps_pfifo"] / r["pps_qdisc"]
         results.append(r)
-        print(f"# {mode} limit={limit} flows={flows}: pfifo {r['pps_pfifo']:.0f} pps favor {r['pps_favor']:.0f} pps "
+        print(f"# {mode} limit={limit} flows={flows}: pfifo {r['pps_pfifo']:.0f} pps {qd} {r['pps_qdisc']:.0f} pps "
               f"ratio {r['ratio']:.3f}", file=sys.stderr, flush=True)
     env = {"kernel": platform.release(), "cpus": cpus,
-           "module": open("/sys/module/sch_favor/version").read().strip(),
+           "module": open(f"/sys/module/sch_{qd}/version").read().strip(),
            "cpu_model": re.search(r"model name\s*:\s*(.*)", open("/proc/cpuinfo").read()).group(1),
            "seconds_per_run": a.seconds, "reps": a.reps, "seconds": round(time.time() - t0, 1),
            "command": "python3 " + " ".join([os.path.abspath(sys.argv[0])] + sys.argv[1:])}
-    print(f"kernel {env['kernel']}, sch_favor {env['module']}, {cpus} CPU ({env['cpu_model']}), "
+    print(f"kernel {env['kernel']}, sch_{qd} {env['module']}, {cpus} CPU ({env['cpu_model']}), "
           f"pktgen queue_xmit, 64-byte UDP, {a.seconds} s x {a.reps} reps (median), {env['seconds']} s")
     print(f"reproduce: {env['command']}")
     print()
-    print("| mode | limit (pkts) | flows | pfifo kpps | favor kpps | cost ratio favor/pfifo | favor verdicts (last run) |")
+    print(f"| mode | limit (pkts) | flows | pfifo kpps | {qd} kpps | cost ratio {qd}/pfifo | {qd} counters (last run) |")
     print("|---|---:|---:|---:|---:|---:|---|")
     for r in results:
-        x = r["favor_xstats"]
-        verd = ", ".join(f"{k} {v}" for k, v in x.items() if v)
+        verd = ", ".join(f"{k} {v}" for k, v in r["xstats"].items() if isinstance(v, int) and v)
         print(f"| {r['mode']} | {r['limit'] if r['mode'] == 'backlogged' else '-'} | {r['flows']} | "
-              f"{r['pps_pfifo'] / 1e3:.1f} | {r['pps_favor'] / 1e3:.1f} | {r['ratio']:.2f} | {verd} |")
+              f"{r['pps_pfifo'] / 1e3:.1f} | {r['pps_qdisc'] / 1e3:.1f} | {r['ratio']:.2f} | {verd} |")
     if a.json:
         with open(a.json, "w") as f:
             json.dump({"env": env, "results": results}, f, indent=1)
