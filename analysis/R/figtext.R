@@ -47,6 +47,23 @@ faq_vs_dt <- function(d, x, y, one, many, fmt = "%.3g") {
   miss <- nrow(w) - nrow(ok)
   paste0(s, if (miss) sprintf("; %d %s with too few flows under one of them", miss, many) else "", ".")
 }
+# FaQ against every other AQM of a figure's table but DropTail (faq_vs_dt has it), in AQM_ORDER: at how many x
+# FaQ is lower, and at how many the two 95 % intervals are apart, e.g. "FaQ below CHOKe at 3 of 4 loads (95 %
+# intervals apart at 2); LAS at 4 of 4 loads (...)." Empty when the table has FaQ alone, or only DropTail beside it.
+faq_vs_others <- function(d, x, y, many) {
+  others <- setdiff(aqm_order(d$aqm[!aqm_is_dt(d$aqm) & !aqm_is_faq(d$aqm)]), NA)
+  if (!length(others) || !any(aqm_is_faq(d$aqm))) return("")
+  g <- function(c) if (c %in% names(d)) d[[c]] else rep(NA_real_, nrow(d))
+  w <- data.table(scen = d$scen, x = d[[x]], aqm = as.character(d$aqm), y = d[[y]], lo = g("lo"), hi = g("hi"))
+  fq <- w[aqm_is_faq(aqm), .(scen, x, y_faq = y, lo_faq = lo, hi_faq = hi)]
+  parts <- vapply(others, function(a) {
+    m <- merge(w[aqm == a], fq, by = c("scen", "x"))[!is.na(y) & !is.na(y_faq)]
+    apart <- m[, sum(!is.na(hi_faq) & !is.na(lo) & hi_faq < lo)]
+    sprintf("%s at %d of %d %s%s", aqm_label(a), m[, sum(y_faq < y)], nrow(m), many,
+            if (m[, any(!is.na(hi_faq) & !is.na(lo))]) sprintf(" (95 %% intervals apart at %d)", apart) else "")
+  }, "")
+  sprintf("FaQ below %s.", paste(parts, collapse = "; "))
+}
 # What a figure on common_flows counts and what it leaves out of the window's flows, per AQM (censoring(),
 # verdict_lib.R): comparing like with like drops the flows one AQM did not finish, and the reader sees how many.
 common_note <- function(t, fl) {

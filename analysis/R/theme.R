@@ -1,10 +1,18 @@
 suppressPackageStartupMessages(library(ggplot2))
 theme_favorlab <- function() theme_bw(base_size = 11) + theme(legend.position = "bottom", panel.grid.minor = element_blank())
 # Colours keyed by the AQM key of the tables (stable whatever the legend says); the legend shows aqms.yaml's
-# paper_name (figtext.R's aqm_label).
-aqm_colours <- c(droptail = "#d95f02", favor = "#1b9e77", favourtail = "#7570b3", choke = "#e7298a", fq_codel = "#66a61e",
+# paper_name (figtext.R's aqm_label). One colour per AQM config/aqms.yaml names, so five or fourteen AQMs on one
+# figure (F3, F4: DropTail, FaQ, CHOKe, LAS, RuN2C in the paper) never share one; a key missing here is grey.
+aqm_colours <- c(droptail = "#d95f02", favor = "#1b9e77", choke = "#e7298a", las = "#e6ab02", run2c = "#253494",
+                 favourtail = "#7570b3", red = "#a50f15", sfb = "#8c6d31", pie = "#17becf", codel = "#bcbd22",
+                 fq_codel = "#66a61e", cake = "#000000", sfq = "#b2df8a", fq = "#a6cee3",
                  "p4-droptail" = "#a6761d", "p4-favorqueue" = "#1f78b4")
-aqm_scale <- function() scale_colour_manual(values = aqm_colours, labels = aqm_label, na.value = "grey50", name = "AQM")
+# The order AQMs are listed in (legends, tables, the ranking): DropTail and FaQ first, then the paper's other
+# comparators (CHOKe, LAS, RuN2C), then the rest as above; keys not listed follow, alphabetically.
+AQM_ORDER <- names(aqm_colours)
+aqm_order <- function(keys) { keys <- unique(as.character(keys)); keys[order(match(keys, AQM_ORDER, nomatch = length(AQM_ORDER) + 1L), keys)] }
+aqm_scale <- function() scale_colour_manual(values = aqm_colours, breaks = aqm_order, labels = aqm_label, na.value = "grey50",
+                                            name = "AQM")
 # Flow length on a log axis as the paper draws it; length classes sit at their flows' geometric mean length.
 LENGTH_BREAKS <- c(1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 2000, 5000, 10000, 20000, 50000)
 scale_length <- function() scale_x_log10(breaks = LENGTH_BREAKS, labels = function(b) format(b, scientific = FALSE, trim = TRUE))

@@ -5,15 +5,19 @@ library(testthat)
 # loads x replications x AQMs runs of `per_run` flows each, lengths 2, 20 and 200 in turn; FaQ's latency is
 # lower than DropTail's at the loads in `faq_wins`, higher at the others. Two data packets of every flow
 # favored (P(Favor) = 2 / L), one push-out in four drops.
-synth_tables <- function(loads = c(0.25, 0.5, 0.75, 0.95), reps = 0:2, per_run = 6, faq_wins = c(0.5, 0.95)) {
-  runs <- CJ(aqm = c("droptail", "favor"), load = loads, replication = reps)
+# Other AQMs (`aqms`) add `extra[aqm]` seconds to DropTail's latency and drop `drops[aqm]` packets per flow.
+synth_tables <- function(loads = c(0.25, 0.5, 0.75, 0.95), reps = 0:2, per_run = 6, faq_wins = c(0.5, 0.95),
+                         aqms = c("droptail", "favor"), extra = c(choke = 0.2, las = 0.6, run2c = 0.9),
+                         drops = c(droptail = 1, favor = 1, choke = 2, las = 3, run2c = 4)) {
+  runs <- CJ(aqm = aqms, load = loads, replication = reps)
   runs[, `:=`(run_id = sprintf("%s_%g_%d", aqm, load, replication), valid = 1L, realized_load = load, profile = "paper",
               iw = "2", buffer_pkts = "8", bottleneck_mbps = "10", scenario = "dumbbell", invalid_reasons = "")]
   fl <- runs[, .(flow_id = as.character(seq_len(per_run)), L = as.character(rep(c(2, 20, 200), length.out = per_run))),
              by = .(run_id, aqm, load, replication)]
-  fl[, lat := 1 + load + num(L) / 100 + ifelse(aqm == "favor", ifelse(load %in% faq_wins, -0.5, 0.25), 0)]
+  fl[, lat := 1 + load + num(L) / 100 + ifelse(aqm == "favor", ifelse(load %in% faq_wins, -0.5, 0.25), 0) +
+       ifelse(aqm %in% names(extra), extra[aqm], 0)]
   fl[, `:=`(latency_s = as.character(lat), in_metrics = "1", direction = "forward", bneck_in = as.character(num(L) + 2),
-            drops = "1", RTO = "1", R = "0", FR = "1", syn_retrans = "0", fav_favored_data = "2", fav_pushout_victim = "1",
+            drops = as.character(drops[aqm]), RTO = "1", R = "0", FR = "1", syn_retrans = "0", fav_favored_data = "2", fav_pushout_victim = "1",
             fav_drop_favored = "0", fav_drop_standard = "3")]
   assemble_tables(runs[, !"aqm"][runs, on = "run_id", aqm := i.aqm][], fl[, !c("aqm", "load", "replication", "lat")])
 }
@@ -35,6 +39,38 @@ test_that("legends and tables name the AQMs as the paper does; unknown keys stay
   d <- fread(file.path(out, "F3.csv"))
   expect_equal(sort(unique(d$aqm_name)), c("DropTail", "FaQ"))
   expect_equal(d[aqm == "favor"]$aqm_name[1], "FaQ")
+})
+
+test_that("F3 and F4 draw one line per AQM, the paper's five named and ordered, DropTail and FaQ first", {
+  five <- synth_tables(aqms = c("run2c", "las", "favor", "droptail", "choke"))
+  fig_F3(five, out)
+  p <- ggplot_build(last_plot())
+  sc <- p$plot$scales$get_scales("colour")
+  expect_equal(sc$get_labels(), c("DropTail", "FaQ", "CHOKe", "LAS", "RuN2C"))
+  # one colour per AQM, the theme's, none the grey of an unknown key
+  cols <- unique(p$data[[1]][, c("colour", "group")])$colour
+  expect_equal(length(unique(cols)), 5)
+  expect_setequal(cols, unname(aqm_colours[c("droptail", "favor", "choke", "las", "run2c")]))
+  d <- fread(file.path(out, "F3.csv"))
+  expect_equal(nrow(d), 20)                                    # 5 AQMs x 4 loads, nothing pooled
+  expect_equal(unique(d$aqm_name), c("DropTail", "FaQ", "CHOKe", "LAS", "RuN2C"))
+  # each AQM's own mean: 1 + load + mean L / 100 (L = 2, 20, 200 twice each: 0.74) + its offset
+  m <- function(a, l) d[aqm == a & load == l]$mean
+  expect_equal(c(m("droptail", 0.25), m("choke", 0.25), m("las", 0.25), m("run2c", 0.25)), 1.99 + c(0, 0.2, 0.6, 0.9))
+  expect_equal(c(m("favor", 0.25), m("favor", 0.5)), c(1.99 + 0.25, 2.24 - 0.5))
+  cap <- readLines(file.path(out, "F3.caption.txt"))
+  expect_match(cap, "Here: FaQ below DropTail at 2 of 4 loads (largest gap 0.5 at load 0.5)", fixed = TRUE)
+  expect_match(cap, paste("FaQ below CHOKe at 2 of 4 loads (95 % intervals apart at 2); LAS at 4 of 4 loads (95 % intervals apart at 4);",
+                    "RuN2C at 4 of 4 loads (95 % intervals apart at 4)."), fixed = TRUE)
+  fig_F4(five, out)
+  d <- fread(file.path(out, "F4.csv"))
+  expect_equal(nrow(d), 20)
+  # drops per flow / (L + 2) pooled over the six flows of a run: (k * 6) / (74 * 6 / 3 + 12) with L = 2, 20, 200
+  expect_equal(d[load == 0.5, setNames(mean, aqm)][c("droptail", "favor", "choke", "las", "run2c")],
+               setNames(c(1, 1, 2, 3, 4) * 6 / (2 * (2 + 20 + 200) + 12), c("droptail", "favor", "choke", "las", "run2c")))
+  expect_equal(ggplot_build(last_plot())$plot$scales$get_scales("colour")$get_labels(), c("DropTail", "FaQ", "CHOKe", "LAS", "RuN2C"))
+  expect_match(readLines(file.path(out, "F4.caption.txt")), "FaQ below CHOKe at 4 of 4 loads", fixed = TRUE)
+  fig_F3(t, out)                                               # the DropTail/FaQ figure the next tests read
 })
 
 test_that("each load point counts its flows and runs", {
