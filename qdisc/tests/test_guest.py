@@ -287,8 +287,9 @@ def test_run2c_installed_options_and_bad_options(guest):
         guest.run(ns(f"{TC} qdisc change dev d0 root run2c threshold 20 mss 1448"))
         q = json.loads(guest.run(ns(f"{TC} -j qdisc show dev d0")).stdout)[0]
         assert q["options"] == {"limit": 20, "threshold": 20, "mss": 1448, "buckets": 64}
-        for args, msg in [("limit 2000000", "limit must be 1 to 1048576 packets"),
-                          ("buckets 128", "buckets is set at creation only")]:
+        # the kernel's extack (the plugin cannot know the qdisc's buckets), then the plugin's own range check
+        for args, msg in [("buckets 128", "buckets is set at creation only"),
+                          ("limit 2000000", '"limit" needs a number of packets from 1 to 1048576')]:
             p = guest.run(ns(f"{TC} qdisc change dev d0 root run2c {args}"), check=False)
             assert p.returncode != 0 and msg in p.stderr, (args, p.stderr)
         guest.run(ns(f"{TC} qdisc del dev d0 root && ip link set d0 txqueuelen 77 && {TC} qdisc add dev d0 root run2c"))
@@ -396,7 +397,10 @@ def test_run2c_carries_tcp_traffic_with_its_config_entry(guest):
     assert 8.0 <= r["received_mbps"] <= 10.5
     # iperf3: a control connection and 4 streams; the SYN-ACKs go the other way, the data senders' SYNs this way
     assert q["syns"] >= 5 and q["unknown_flow"] == 0
-    assert q["high"] >= 4 * 20 and q["low"] > 2000       # every stream's first 20 segments; ~3300 packets in 4 s
+    # The probe's sender is the qdisc's own host, so TCP hands the qdisc GSO packets (segmented after it, in
+    # validate_xmit_skb) and the threshold's 28960 bytes are a few packets per stream, not 20; in the dumbbell the
+    # AQM sits on a router and sees single segments. So: every connection has high packets, and most are low.
+    assert q["high"] + q["drop_high"] >= q["syns"] + 4 and q["low"] > 5 * q["high"]
     assert q["drops"] > 0 and q["pushouts"] + q["drop_low"] > 0
 
 
