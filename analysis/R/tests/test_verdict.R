@@ -32,7 +32,7 @@ test_that("no claim holds on empty, one-flow or identical DropTail/FaQ tables", 
   empty <- assemble_tables(data.table(run_id = "r", aqm = "droptail", load = 0.5, iw = 2, profile = "paper", replication = 0,
                                       bottleneck_mbps = 10, buffer_pkts = 8, valid = 1L), data.table())
   v <- verdict(empty)
-  expect_setequal(v$claim, paste0("C", 1:18))
+  expect_setequal(v$claim, c(paste0("C", 1:18), "C4b"))
   expect_true(all(v$status == NOTRUN))
   one <- synth_tables(faq_better, n = 1, loads = 0.55)
   expect_false(any(verdict(one)$status %in% c(HOLDS, FAILS)))
@@ -115,4 +115,57 @@ test_that("pairs are the flows that completed under both AQMs", {
   cz <- censoring(t)
   expect_equal(cz[aqm == "favor", sum(unfinished)], 2)
   expect_match(censoring_note(t, unique(t$runs$scen), c("droptail", "favor")), "favor 2 of 300")
+})
+
+# C4b: FaQ against CHOKe, LAS and RuN2C, each as C4 judges DropTail (pairs of the same schedule row, per load)
+FIVE <- c("droptail", "favor", "choke", "las", "run2c")
+v4 <- function(t) verdict(t, read_claims()[c("C4", "C4b")])
+
+test_that("C4b holds when FaQ is faster than CHOKe, LAS and RuN2C at every load from 0.55, and C4 is unchanged", {
+  v <- v4(synth_tables(faq_better, aqms = FIVE, loads = c(0.15, 0.55, 0.95)))
+  r <- v[claim == "C4b"]
+  expect_equal(r$status, HOLDS)
+  expect_match(r$ours, "CHOKe (holds): 0.55: latency CHOKe-FaQ +", fixed = TRUE)
+  expect_match(r$ours, "LAS \\(holds\\): .* \\| RuN2C \\(holds\\): .*0.95: latency RuN2C-FaQ")
+  expect_false(grepl("0.15:", r$ours, fixed = TRUE))                  # below from_load: not judged
+  expect_equal(r$n, "CHOKe 900, LAS 900, RuN2C 900 paired flows")     # 300 flows x 3 loads each
+  expect_match(r$runs, "^12 runs: ")                                  # 3 loads x (FaQ + 3 comparators), first 4 listed
+  # C4 reads DropTail and FaQ alone: the same row with or without the other AQMs
+  c4 <- v4(synth_tables(faq_better, loads = c(0.15, 0.55, 0.95)))[claim == "C4"]
+  expect_equal(v[claim == "C4"], c4)
+  expect_equal(c4$status, HOLDS)
+  expect_match(c4$ours, "^0.55: latency DT-FaQ \\+0.[0-9]+ s \\[")
+})
+
+test_that("C4b is not run without CHOKe, LAS and RuN2C, and never holds with one of them missing", {
+  v <- v4(synth_tables(faq_better))
+  expect_equal(status(v, "C4b"), NOTRUN)
+  expect_match(v[claim == "C4b"]$note, "needs runs of CHOKe, LAS, RuN2C in this scenario")
+  # CHOKe and LAS clearly beaten, RuN2C not run: insufficient data, and the row says which is missing
+  v <- v4(synth_tables(faq_better, aqms = c("droptail", "favor", "choke", "las"), loads = c(0.55, 0.95)))
+  r <- v[claim == "C4b"]
+  expect_equal(r$status, INSUFF)
+  expect_match(r$ours, "CHOKe \\(holds\\): .* \\| LAS \\(holds\\): .* \\| not run: RuN2C$")
+  expect_match(r$note, "RuN2C not run in this scenario: the claim cannot hold without it")
+  # LAS faster than FaQ beyond the interval: does not hold, whatever RuN2C would have said
+  las_wins <- function(a, ld, L, i) base_lat(a, ld, L, i) * switch(a, favor = 0.7, las = 0.5, 1)
+  v <- v4(synth_tables(las_wins, aqms = c("favor", "choke", "las"), loads = c(0.55, 0.95)))
+  r <- v[claim == "C4b"]
+  expect_equal(r$status, FAILS)
+  expect_match(r$ours, "LAS (does not hold): 0.55: latency LAS-FaQ -", fixed = TRUE)
+  expect_match(r$ours, "not run: RuN2C", fixed = TRUE)
+})
+
+test_that("C4b: a comparator with too few pairs at a load is insufficient data, named with its load", {
+  v <- v4(synth_tables(faq_better, aqms = FIVE, valid = function(a, ld, b, w) !(a == "run2c" && ld == 0.95)))
+  r <- v[claim == "C4b"]
+  expect_equal(r$status, INSUFF)
+  expect_match(r$ours, "RuN2C \\(insufficient data\\): .*0.95: 0 pairs$")
+  expect_match(r$ours, "CHOKe (holds)", fixed = TRUE)
+  # FaQ given CHOKe's outcomes on every flow: a pairing error or one run given twice says nothing
+  t <- synth_tables(faq_better, aqms = c("favor", "choke", "las", "run2c"), loads = 0.55)
+  t$flows[aqm == "choke", latency_s := t$flows[aqm == "favor"]$latency_s]
+  r <- v4(t)[claim == "C4b"]
+  expect_equal(r$status, INSUFF)
+  expect_match(r$ours, "CHOKe: every paired flow has the same outcome under CHOKe and FaQ", fixed = TRUE)
 })
