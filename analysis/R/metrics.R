@@ -3,7 +3,8 @@
 # (normally in_metrics == 1, i.e. complete, out of warm-up, joined to the schedule).
 suppressPackageStartupMessages(library(data.table))
 
-num <- function(x) suppressWarnings(as.numeric(x))
+# numbers from the tables' text columns; a double vector (a pair table, a resample) passes as it is
+num <- function(x) if (is.double(x)) x else suppressWarnings(as.numeric(x))
 
 # Mean latency (s): SYN first sent (sender capture) -> last missing data byte received (receiver capture).
 latency_mean <- function(fl) mean(num(fl$latency_s), na.rm = TRUE)
@@ -15,6 +16,27 @@ drop_ratio <- function(fl) {
   if (!any(ok) || sum(i[ok]) == 0) return(NA_real_)
   sum(d[ok]) / sum(i[ok])
 }
+
+# 99th percentile of the flows' latencies (s), R's default quantile (type 7, interpolated); NA without one.
+latency_p99 <- function(fl) {
+  x <- num(fl$latency_s); x <- x[!is.na(x)]
+  if (!length(x)) NA_real_ else quantile(x, 0.99, names = FALSE)
+}
+
+# The paper's flow classes (Fig. 11, claim C7): short flows have fewer than 10 packets, long flows 100 or more.
+is_short <- function(L) num(L) < 10
+is_long <- function(L) num(L) >= 100
+
+# Jain's fairness index of per-flow values x: (sum x)^2 / (n sum x^2); 1 when all are equal, 1/n when one
+# flow has everything. NA without a positive value.
+jain_index <- function(x) {
+  x <- num(x); x <- x[!is.na(x)]
+  if (!length(x) || sum(x^2) == 0) NA_real_ else sum(x)^2 / (length(x) * sum(x^2))
+}
+# Jain's index over the flows' goodputs (bytes / latency). Callers pass the long flows (is_long): a short
+# flow ends in slow start, so its goodput says how short it is and how far away its receiver, not how the
+# AQM shared the bottleneck.
+goodput_fairness <- function(fl) jain_index(fl$goodput_bps)
 
 # SYN loss ratio: SYN retransmissions / SYNs sent (every SYN retransmission follows a lost SYN or SYN-ACK).
 syn_loss_ratio <- function(fl) {

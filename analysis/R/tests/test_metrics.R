@@ -46,3 +46,18 @@ test_that("RTT class: the path's configured RTT in RTT order, else the path's ho
 test_that("size CCDF is P(S >= s) at each size present", {
   expect_equal(size_ccdf(c("20", "2", "2", "50", "2")), data.table(L = c(2, 20, 50), ccdf = c(1, 2 / 5, 1 / 5)))
 })
+test_that("99th-percentile latency, R's default quantile", {
+  expect_equal(latency_p99(fl), unname(quantile(c(3.5, 1, 2.5), 0.99)))
+  expect_true(is.na(latency_p99(fl[0])))
+})
+test_that("Jain's index: 1 for equal shares, 1/n when one flow has all, NA without data", {
+  expect_equal(jain_index(c(5, 5, 5)), 1)
+  expect_equal(jain_index(c(1, 0, 0, 0)), 1 / 4)
+  expect_equal(jain_index(c("1", "3", "")), 16 / (2 * 10))
+  expect_true(is.na(jain_index(numeric())))
+  expect_equal(goodput_fairness(fl), (6e5)^2 / (3 * 14e10))
+})
+test_that("short flows have fewer than 10 packets, long flows 100 or more", {
+  expect_equal(is_short(c("2", "9", "10", "100")), c(TRUE, TRUE, FALSE, FALSE))
+  expect_equal(is_long(c("99", "100", "3000")), c(FALSE, TRUE, TRUE))
+})
