@@ -104,6 +104,28 @@ def test_report_embeds_figures_verdict_and_invalid_runs(results):
 
 
 @need_r
+def test_ranking_from_tables(results):
+    """R/ranking.R on extracted tables: one row per (scenario, load, AQM, metric); FaQ's replication 1 is invalid,
+    so that schedule is left out for both AQMs and the rows say so; two AQMs: the report shows no ranking."""
+    import csv
+    from analysis import report
+    d = results
+    out = d / "figures" / "ranking.csv"
+    r = subprocess.run(["Rscript", "analysis/R/ranking.R", "--tables", str(d / "tables"), "--out", str(out)],
+                       cwd=ROOT, capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    rows = list(csv.DictReader(open(out)))
+    assert list(rows[0]) == ["scenario", "load", "aqm", "aqm_name", "metric", "better", "schedules", "flows_counted", "estimate",
+                             "low", "high", "rank", "rank_label", "distinct_from_next", "window_flows", "unfinished", "left_out",
+                             "interval", "note"]
+    assert len(rows) == 2 * 9 and {x["aqm_name"] for x in rows} == {"DropTail", "FaQ"}
+    assert {x["schedules"] for x in rows} == {"1"}
+    assert all("replication(s) 1 left out" in x["note"] for x in rows)
+    assert not any(x["rank"] for x in rows)                   # 5 flows: below the minimum of 10, never ranked
+    assert report.ranking_section(str(d / "figures")) is None
+
+
+@need_r
 def test_verdict_on_runs_without_flows_says_not_run(tmp_path):
     run = synth.Run(str(tmp_path / "runs" / "empty"))
     ex.extract(run.write(), str(tmp_path / "tables" / "empty"))

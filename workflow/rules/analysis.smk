@@ -15,6 +15,8 @@ rule extract:
         "{PY} -m analysis.extract --run {input} --out $(dirname {output.flows}) > {log} 2>&1"
 
 
+# The figures, and beside them the AQM ranking (figures/ranking.csv, R/ranking_lib.R): inside the rule's
+# declared directory, so the report rule that reads it depends on it.
 rule figures:
     input:
         expand(f"{RESULTS}/tables/{{run_id}}/flows.csv", run_id=sorted(RUNS)),
@@ -24,6 +26,7 @@ rule figures:
         f"{RESULTS}/logs/figures.log",
     shell:
         "Rscript analysis/R/figures.R --tables {RESULTS}/tables --out {output} > {log} 2>&1"
+        " && Rscript analysis/R/ranking.R --tables {RESULTS}/tables --out {output}/ranking.csv >> {log} 2>&1"
 
 
 rule verdict:
