@@ -52,3 +52,63 @@ def test_tables_name_the_aqms_as_the_paper_and_the_figures_do():
     assert report.aqm_name("not-in-aqms-yaml") == "not-in-aqms-yaml"
     html = report.unfinished_section([{"aqm": "favor", "load": "0.5", "flows_window": "10", "steady": "0"}])
     assert "Not steady: 1 run(s)</b>: FaQ at load 0.5" in html and "<td>FaQ</td>" in html
+
+
+RANK_COLS = ["scenario", "load", "aqm", "aqm_name", "metric", "better", "schedules", "flows_counted", "estimate", "low", "high",
+             "rank", "rank_label", "distinct_from_next", "window_flows", "unfinished", "left_out", "interval", "note"]
+
+
+def _ranking(tmp_path, aqms, loads=("0.55", "0.95")):
+    """figures/ranking.csv as R/ranking.R writes it: FaQ fastest, DropTail and CHOKe tied, no long flow (NA)."""
+    import csv
+    fdir = tmp_path / "figures"
+    fdir.mkdir()
+    est = {"droptail": (0.5, 0.45, 0.55, "2="), "favor": (0.2, 0.18, 0.22, "1"), "choke": (0.52, 0.47, 0.57, "2="),
+           "las": (0.9, 0.85, 0.95, "4")}
+    with open(fdir / "ranking.csv", "w", newline="") as f:
+        w = csv.DictWriter(f, RANK_COLS)
+        w.writeheader()
+        for load in loads:
+            for a in aqms:
+                e, lo, hi, lab = est[a]
+                base = dict(scenario="dumbbell 10Mb/s buf8", load=load, aqm=a, aqm_name=a, better="lower", schedules="1",
+                            window_flows="200", unfinished="3" if a == "choke" else "0", left_out="3",
+                            interval="bootstrap over flows within 1 schedule(s)")
+                w.writerow(dict(base, metric="latency_mean_short", flows_counted="97", estimate=e, low=lo, high=hi,
+                                rank=lab.rstrip("="), rank_label=lab, note=""))
+                w.writerow(dict(base, metric="latency_mean_long", flows_counted="0", estimate="", low="", high="", rank="",
+                                rank_label="", note="no data (no flow of the class, or no bottleneck capture)"))
+                w.writerow(dict(base, metric="drop_ratio", flows_counted="197", estimate=0.012, low=0.01, high=0.014,
+                                rank="1", rank_label="1=", note=""))
+    return fdir
+
+
+def test_ranking_section_one_table_per_load_with_intervals_ties_and_na(tmp_path):
+    fdir = _ranking(tmp_path, ["droptail", "favor", "choke"])
+    s = report.ranking_section(str(fdir))
+    assert s.count("<table>") == 2 and "<h3>load 0.55: dumbbell 10Mb/s buf8</h3>" in s and "<h3>load 0.95:" in s
+    t = s[s.index("<h3>load 0.55"):s.index("<h3>load 0.95")]
+    # AQM rows under the paper's names, in the file's order; metric columns
+    assert t.index("<td>DropTail</td>") < t.index("<td>FaQ</td>") < t.index("<td>CHOKe</td>")
+    assert "<th>mean latency, short (s)</th>" in t and "<th>drop ratio</th>" in t
+    assert "<td><b>0.2 [0.18, 0.22] 1</b></td>" in t                  # the best, in bold
+    assert "<td>0.5 [0.45, 0.55] 2=</td>" in t and "<td>0.52 [0.47, 0.57] 2=</td>" in t   # tied
+    assert "<td>NA</td>" in t                                         # no long flow: NA, no rank
+    assert "<b>1.2% [1%, 1.4%] 1=</b>" in t
+    assert "<td>3 of 200</td>" in t                                   # CHOKe's unfinished window flows
+    assert "mean latency, short (s) 97" in t and "no data (no flow of the class" in t
+    # and the report has the section
+    h = report.render(str(tmp_path))
+    assert "<h2>AQM ranking (figures/ranking.csv)</h2>" in h
+
+
+def test_ranking_section_left_out_with_fewer_than_three_aqms(tmp_path):
+    _ranking(tmp_path, ["droptail", "favor"])
+    assert report.ranking_section(str(tmp_path / "figures")) is None
+    assert "AQM ranking" not in report.render(str(tmp_path))
+    assert report.ranking_section(str(tmp_path / "nowhere")) is None
+
+
+def test_ranking_cell_says_not_ranked_when_an_estimate_has_no_rank():
+    r = {"metric": "syn_loss", "estimate": "0.02", "low": "0.01", "high": "0.03", "rank_label": ""}
+    assert report.ranking_cell(r) == ("2% [1%, 3%] (not ranked)", False)
