@@ -20,3 +20,46 @@ def build(tmp_path_factory, name):
                     f"-I{QDISC / 'include'}", "-o", str(so), str(QDISC / "tests" / f"{name}.c")],
                    check=True)
     return ctypes.CDLL(str(so))
+
+
+class Core:
+    """What every harness offers (core_harness.c, run2c_harness.c, las_harness.c): packets are ints, -1 (in C)
+    is none. COUNTERS names h_counters' array, in its order; each test's subclass adds its h_init and
+    h_enqueue."""
+    COUNTERS: list = []
+
+    def __init__(self, lib):
+        self.lib = lib
+
+    def dequeue(self):
+        r = self.lib.h_dequeue()
+        return None if r < 0 else r
+
+    def peek(self):
+        r = self.lib.h_peek()
+        return None if r < 0 else r
+
+    def set_limit(self, limit):
+        """Lowers (or raises) the limit as tc qdisc change does; the packets trimmed, in order."""
+        self.lib.h_set_limit(limit)
+        out = []
+        while (r := self.lib.h_trim_one()) >= 0:
+            out.append(r)
+        return out
+
+    def counters(self):
+        arr = (ctypes.c_uint64 * len(self.COUNTERS))()
+        self.lib.h_counters(arr)
+        return dict(zip(self.COUNTERS, arr))
+
+    def qlen(self):
+        return self.lib.h_qlen()
+
+
+def every_branch_total(run_random, lib, seeds, names):
+    """Counters summed over short random runs: a test asserts each is above 0 (every branch was taken)."""
+    total = dict.fromkeys(names, 0)
+    for seed in seeds:
+        for k, v in run_random(lib, seed, steps=500).items():
+            total[k] += v
+    return total

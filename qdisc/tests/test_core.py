@@ -16,40 +16,18 @@ def lib(tmp_path_factory):
     return harness.build(tmp_path_factory, "core_harness")
 
 
-class Core:
+class Core(harness.Core):
     """The C core, packets are ints."""
+    COUNTERS = ["favored", "standard", "pushouts", "drop_favored", "drop_standard", "drop_limit"]
 
     def __init__(self, lib, limit, nopushout=False, buckets=1024):
-        self.lib = lib
+        super().__init__(lib)
         assert lib.h_init(limit, int(nopushout), buckets) == 0
 
     def enqueue(self, pid, bucket):
         v = ctypes.c_int()
         verdict = self.lib.h_enqueue(pid, bucket, ctypes.byref(v))
         return verdict, (v.value if v.value >= 0 else None)
-
-    def dequeue(self):
-        r = self.lib.h_dequeue()
-        return None if r < 0 else r
-
-    def peek(self):
-        r = self.lib.h_peek()
-        return None if r < 0 else r
-
-    def set_limit(self, limit):
-        self.lib.h_set_limit(limit)
-        out = []
-        while (r := self.lib.h_trim_one()) >= 0:
-            out.append(r)
-        return out
-
-    def counters(self):
-        arr = (ctypes.c_uint64 * 6)()
-        self.lib.h_counters(arr)
-        return dict(zip(["favored", "standard", "pushouts", "drop_favored", "drop_standard", "drop_limit"], arr))
-
-    def qlen(self):
-        return self.lib.h_qlen()
 
     def flows(self):
         return self.lib.h_flows()
@@ -232,9 +210,5 @@ def test_random_sequences_match_model(lib, seed):
 
 
 def test_random_sequences_exercise_every_branch(lib):
-    total = {}
-    for seed in range(60):
-        rng_counts = run_random(lib, seed, steps=500)
-        for k, v in rng_counts.items():
-            total[k] = total.get(k, 0) + v
+    total = harness.every_branch_total(run_random, lib, range(60), Core.COUNTERS)
     assert all(total[k] > 0 for k in total), total

@@ -299,6 +299,19 @@ def test_run2c_installed_options_and_bad_options(guest):
         guest.run("ip netns del qt", check=False)
 
 
+def crafted_in_order(guest, spec, order):
+    """crafted.py's result for spec (no trace), once its packets left in the model's order and the parent htb
+    agreed with the qdisc's own counts while backlogged."""
+    p = guest.run(f"unshare -n python3 {GUEST_QDISC}/tests/guest/crafted.py --spec {shlex.quote(json.dumps(spec))}")
+    res = json.loads(p.stdout.strip().splitlines()[-1])
+    assert res["qdisc_backlogged"]["packets"] == 1, \
+        f"a crafted packet left before the burst was queued (sending took {res['send_s']:.2f} s): guest too slow"
+    assert res["order"] == order, f"departure order; spec {spec}"
+    full, htb = res["qdisc_backlogged"], res["htb_backlogged"]
+    assert full["qlen"] == len(order) and (htb["qlen"], htb["backlog"]) == (full["qlen"], full["backlog"])
+    return res
+
+
 def expected_run2c(spec):
     """Departure order and counters by the independent model of test_run2c_core.py. The primer (UDP, no TCP
     header: low) leaves before the crafted packets arrive."""
@@ -367,17 +380,11 @@ def random_run2c_spec(seed):
 def test_run2c_crafted_packets_follow_the_model(guest, name):
     spec = HAND_RUN2C[name] if name in HAND_RUN2C else random_run2c_spec(int(name[6:]))
     order, counters, limit_drops = expected_run2c(spec)
-    p = guest.run(f"unshare -n python3 {GUEST_QDISC}/tests/guest/crafted.py --spec {shlex.quote(json.dumps(spec))}")
-    res = json.loads(p.stdout.strip().splitlines()[-1])
-    assert res["qdisc_backlogged"]["packets"] == 1, \
-        f"a crafted packet left before the burst was queued (sending took {res['send_s']:.2f} s): guest too slow"
-    assert res["order"] == order, f"departure order; spec {spec}"
+    res = crafted_in_order(guest, spec, order)
     q = res["qdisc"]
     assert {k: q[k] for k in RUN2C_VERDICT_KEYS} == counters, f"xstats; spec {spec}"
     assert q["drops"] == counters["pushouts"] + counters["drop_high"] + counters["drop_low"] + len(limit_drops)
     assert q["qlen"] == 0 and q["backlog"] == 0 and q["high_qlen"] == q["low_qlen"] == 0
-    full, htb = res["qdisc_backlogged"], res["htb_backlogged"]
-    assert full["qlen"] == len(order) and (htb["qlen"], htb["backlog"]) == (full["qlen"], full["backlog"])
 
 
 def test_run2c_carries_tcp_traffic_with_its_config_entry(guest):
@@ -483,17 +490,11 @@ def random_las_spec(seed):
 def test_las_crafted_packets_follow_the_model(guest, name):
     spec = HAND_LAS[name] if name in HAND_LAS else random_las_spec(int(name[6:]))
     order, counters, limit_drops = expected_las(spec)
-    p = guest.run(f"unshare -n python3 {GUEST_QDISC}/tests/guest/crafted.py --spec {shlex.quote(json.dumps(spec))}")
-    res = json.loads(p.stdout.strip().splitlines()[-1])
-    assert res["qdisc_backlogged"]["packets"] == 1, \
-        f"a crafted packet left before the burst was queued (sending took {res['send_s']:.2f} s): guest too slow"
-    assert res["order"] == order, f"departure order; spec {spec}"
+    res = crafted_in_order(guest, spec, order)
     q = res["qdisc"]
     assert {k: q[k] for k in LAS_COUNTERS} == counters, f"xstats; spec {spec}"
     assert q["drops"] == counters["pushouts"] + counters["drop_arrival"] + len(limit_drops)
     assert q["qlen"] == 0 and q["backlog"] == 0 and q["flows"] == 0
-    full, htb = res["qdisc_backlogged"], res["htb_backlogged"]
-    assert full["qlen"] == len(order) and (htb["qlen"], htb["backlog"]) == (full["qlen"], full["backlog"])
 
 
 def test_las_carries_tcp_traffic_with_its_config_entry(guest):

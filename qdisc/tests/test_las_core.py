@@ -19,11 +19,12 @@ def lib(tmp_path_factory):
     return lib
 
 
-class Core:
+class Core(harness.Core):
     """The C core; packets are ints."""
+    COUNTERS = COUNTERS
 
     def __init__(self, lib, limit, buckets=1024):
-        self.lib = lib
+        super().__init__(lib)
         assert lib.h_init(limit, buckets) == 0
 
     def enqueue(self, pid, bucket, tag, length=1000):
@@ -31,34 +32,11 @@ class Core:
         verdict = self.lib.h_enqueue(pid, bucket, ctypes.c_uint32(tag), length, ctypes.byref(v))
         return verdict, (v.value if v.value >= 0 else None)
 
-    def dequeue(self):
-        r = self.lib.h_dequeue()
-        return None if r < 0 else r
-
-    def peek(self):
-        r = self.lib.h_peek()
-        return None if r < 0 else r
-
-    def set_limit(self, limit):
-        self.lib.h_set_limit(limit)
-        out = []
-        while (r := self.lib.h_trim_one()) >= 0:
-            out.append(r)
-        return out
-
     def reset(self):
         self.lib.h_reset()
 
     def set_seq(self, seq):
         self.lib.h_set_seq(ctypes.c_uint32(seq))
-
-    def counters(self):
-        arr = (ctypes.c_uint64 * 5)()
-        self.lib.h_counters(arr)
-        return dict(zip(COUNTERS, arr))
-
-    def qlen(self):
-        return self.lib.h_qlen()
 
     def flows(self):
         return self.lib.h_flows()
@@ -363,8 +341,5 @@ def test_random_sequences_match_model(lib, seed):
 
 
 def test_random_sequences_exercise_every_branch(lib):
-    total = dict.fromkeys(COUNTERS, 0)
-    for seed in range(60):
-        for k, v in run_random(lib, seed, steps=500).items():
-            total[k] += v
-    assert all(v > 0 for v in total.values()), total
+    total = harness.every_branch_total(run_random, lib, range(60), COUNTERS)
+    assert all(total[k] > 0 for k in total), total

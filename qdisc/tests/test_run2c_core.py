@@ -19,11 +19,12 @@ def lib(tmp_path_factory):
     return harness.build(tmp_path_factory, "run2c_harness")
 
 
-class Core:
+class Core(harness.Core):
     """The C core; packets are ints."""
+    COUNTERS = COUNTERS
 
     def __init__(self, lib, limit, buckets=1024, threshold=20, mss=MSS):
-        self.lib = lib
+        super().__init__(lib)
         assert lib.h_init(limit, buckets, threshold, mss) == 0
 
     def enqueue(self, pid, bucket, tcp=True, syn=False, seq=0, tag=None):
@@ -33,31 +34,8 @@ class Core:
                                      ctypes.c_uint32(tag), ctypes.byref(v))
         return verdict, (v.value if v.value >= 0 else None)
 
-    def dequeue(self):
-        r = self.lib.h_dequeue()
-        return None if r < 0 else r
-
-    def peek(self):
-        r = self.lib.h_peek()
-        return None if r < 0 else r
-
-    def set_limit(self, limit):
-        self.lib.h_set_limit(limit)
-        out = []
-        while (r := self.lib.h_trim_one()) >= 0:
-            out.append(r)
-        return out
-
     def set_threshold(self, threshold, mss=MSS):
         self.lib.h_set_threshold(threshold, mss)
-
-    def counters(self):
-        arr = (ctypes.c_uint64 * 9)()
-        self.lib.h_counters(arr)
-        return dict(zip(COUNTERS, arr))
-
-    def qlen(self):
-        return self.lib.h_qlen()
 
     def high_qlen(self):
         return self.lib.h_high_qlen()
@@ -288,8 +266,5 @@ def test_random_sequences_match_model(lib, seed):
 
 
 def test_random_sequences_exercise_every_branch(lib):
-    total = dict.fromkeys(COUNTERS, 0)
-    for seed in range(40):
-        for k, v in run_random(lib, seed, steps=500).items():
-            total[k] += v
+    total = harness.every_branch_total(run_random, lib, range(40), COUNTERS)
     assert all(total[k] > 0 for k in total), total
