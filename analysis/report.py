@@ -264,7 +264,9 @@ def ranking_section(fdir):
             continue
         by = {(r["aqm"], r["metric"]): r for r in rs}
         metrics = [m for m in RANK_METRICS if any(r["metric"] == m for r in rs)]
-        counted = ", ".join(f"{RANK_METRICS[m][0]} {by[(aqms[0], m)].get('flows_counted', '?')}" for m in metrics)
+        # the same flows for every ranked AQM (an AQM listed but not ranked counts none)
+        counted = ", ".join(f"{RANK_METRICS[m][0]} {max(int(_num(r.get('flows_counted')) or 0) for r in rs if r['metric'] == m)}"
+                            for m in metrics)
         head = "".join(f"<th>{html.escape(RANK_METRICS[m][0])}</th>" for m in metrics)
         body = []
         for a in aqms:

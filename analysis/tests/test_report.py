@@ -102,6 +102,23 @@ def test_ranking_section_one_table_per_load_with_intervals_ties_and_na(tmp_path)
     assert "<h2>AQM ranking (figures/ranking.csv)</h2>" in h
 
 
+def test_ranking_section_counts_the_ranked_aqms_flows_not_an_unranked_ones(tmp_path):
+    import csv
+    fdir = _ranking(tmp_path, ["droptail", "favor", "choke"], loads=("0.55",))
+    rows = list(csv.DictReader(open(fdir / "ranking.csv")))
+    for r in rows:
+        if r["aqm"] == "droptail":       # its run invalid: listed, not ranked, no flow counted
+            r.update(flows_counted="0", estimate="", low="", high="", rank="", rank_label="",
+                     note="not ranked: its run of this load is invalid or missing")
+    with open(fdir / "ranking.csv", "w", newline="") as f:
+        w = csv.DictWriter(f, RANK_COLS)
+        w.writeheader()
+        w.writerows(rows)
+    s = report.ranking_section(str(fdir))
+    assert "mean latency, short (s) 97" in s and "drop ratio 197" in s
+    assert s.count("<td>NA</td>") >= 3 and "its run of this load is invalid or missing" in s
+
+
 def test_ranking_section_left_out_with_fewer_than_three_aqms(tmp_path):
     _ranking(tmp_path, ["droptail", "favor"])
     assert report.ranking_section(str(tmp_path / "figures")) is None
