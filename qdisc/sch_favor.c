@@ -30,6 +30,7 @@
 
 #include "include/uapi/favor.h"
 #include "flow_hash.h"
+#include "sch_favorlab.h"
 
 #define FAVOR_VERSION		"0.1.0"
 #define FAVOR_DEFAULT_BUCKETS	1024
@@ -92,14 +93,9 @@ static int favor_enqueue(struct sk_buff *skb, struct Qdisc *sch, struct sk_buff 
 	favorlab_dissect(skb, &keys);
 	v = favor_core_enqueue(&q->core, skb, favor_bucket(q, &keys), &victim);
 	if (victim) {
-		unsigned int len = qdisc_pkt_len(victim);
-
 		if (tracing)
 			favor_trace(sch, victim, NULL, FAVOR_VERDICT_PUSHOUT_VICTIM);
-		qdisc_qstats_backlog_dec(sch, victim);
-		qdisc_drop(victim, sch, to_free);
-		/* the parents counted the victim: tell them it is gone */
-		qdisc_tree_reduce_backlog(sch, 1, len);
+		favorlab_drop_queued(sch, victim, to_free);
 	}
 	if (tracing)
 		favor_trace(sch, skb, &keys, v);
@@ -232,14 +228,8 @@ static int favor_change(struct Qdisc *sch, struct nlattr *opt, struct netlink_ex
 
 	sch_tree_lock(sch);
 	favor_apply(sch, tb);
-	while ((skb = favor_core_trim_one(&q->core))) {
-		dropped_pkts++;
-		dropped_bytes += qdisc_pkt_len(skb);
-		sch->q.qlen--;
-		qdisc_qstats_backlog_dec(sch, skb);
-		qdisc_qstats_drop(sch);
-		rtnl_kfree_skbs(skb, skb);
-	}
+	while ((skb = favor_core_trim_one(&q->core)))
+		favorlab_drop_trimmed(sch, skb, &dropped_pkts, &dropped_bytes);
 	qdisc_tree_reduce_backlog(sch, dropped_pkts, dropped_bytes);
 	sch_tree_unlock(sch);
 	return 0;

@@ -32,6 +32,7 @@
 
 #include "include/uapi/las.h"
 #include "flow_hash.h"
+#include "sch_favorlab.h"
 
 /* the DKMS package's version (dkms.conf): the same as sch_favor.c's FAVOR_VERSION */
 #define LAS_VERSION		"0.1.0"
@@ -74,14 +75,8 @@ static int las_enqueue(struct sk_buff *skb, struct Qdisc *sch, struct sk_buff **
 	favorlab_dissect(skb, &keys);
 	hash = favorlab_flow_hash(&keys, FAVOR_FLOWKEY_5TUPLE, q->perturbation);
 	v = las_core_enqueue(&q->core, skb, reciprocal_scale(hash, q->core.buckets), hash, &victim);
-	if (victim) {
-		unsigned int len = qdisc_pkt_len(victim);
-
-		qdisc_qstats_backlog_dec(sch, victim);
-		qdisc_drop(victim, sch, to_free);
-		/* the parents counted the victim: tell them it is gone */
-		qdisc_tree_reduce_backlog(sch, 1, len);
-	}
+	if (victim)
+		favorlab_drop_queued(sch, victim, to_free);
 	if (v == LAS_VERDICT_ENQUEUED) {
 		if (!victim)
 			sch->q.qlen++;
@@ -183,14 +178,8 @@ static int las_change(struct Qdisc *sch, struct nlattr *opt, struct netlink_ext_
 	sch_tree_lock(sch);
 	if (tb[TCA_LAS_LIMIT])
 		q->core.limit = nla_get_u32(tb[TCA_LAS_LIMIT]);
-	while ((skb = las_core_trim_one(&q->core))) {
-		dropped_pkts++;
-		dropped_bytes += qdisc_pkt_len(skb);
-		sch->q.qlen--;
-		qdisc_qstats_backlog_dec(sch, skb);
-		qdisc_qstats_drop(sch);
-		rtnl_kfree_skbs(skb, skb);
-	}
+	while ((skb = las_core_trim_one(&q->core)))
+		favorlab_drop_trimmed(sch, skb, &dropped_pkts, &dropped_bytes);
 	qdisc_tree_reduce_backlog(sch, dropped_pkts, dropped_bytes);
 	sch_tree_unlock(sch);
 	return 0;

@@ -30,6 +30,7 @@
 #include "include/uapi/favor.h"
 #include "include/uapi/run2c.h"
 #include "flow_hash.h"
+#include "sch_favorlab.h"
 
 #define RUN2C_VERSION		"0.1.0"		/* the DKMS package's, as sch_favor's */
 #define RUN2C_DEFAULT_BUCKETS	1024
@@ -87,14 +88,8 @@ static int run2c_enqueue(struct sk_buff *skb, struct Qdisc *sch, struct sk_buff 
 
 	bucket = run2c_read(q, skb, &p);
 	v = run2c_core_enqueue(&q->core, skb, bucket, &p, &victim);
-	if (victim) {
-		unsigned int len = qdisc_pkt_len(victim);
-
-		qdisc_qstats_backlog_dec(sch, victim);
-		qdisc_drop(victim, sch, to_free);
-		/* the parents counted the victim: tell them it is gone */
-		qdisc_tree_reduce_backlog(sch, 1, len);
-	}
+	if (victim)
+		favorlab_drop_queued(sch, victim, to_free);
 	if (v == FAVOR_VERDICT_FAVORED || v == FAVOR_VERDICT_STANDARD) {
 		if (!victim)
 			sch->q.qlen++;
@@ -216,14 +211,8 @@ static int run2c_change(struct Qdisc *sch, struct nlattr *opt, struct netlink_ex
 
 	sch_tree_lock(sch);
 	run2c_apply(sch, tb);
-	while ((skb = favor_core_trim_one(&q->core.q))) {
-		dropped_pkts++;
-		dropped_bytes += qdisc_pkt_len(skb);
-		sch->q.qlen--;
-		qdisc_qstats_backlog_dec(sch, skb);
-		qdisc_qstats_drop(sch);
-		rtnl_kfree_skbs(skb, skb);
-	}
+	while ((skb = favor_core_trim_one(&q->core.q)))
+		favorlab_drop_trimmed(sch, skb, &dropped_pkts, &dropped_bytes);
 	qdisc_tree_reduce_backlog(sch, dropped_pkts, dropped_bytes);
 	sch_tree_unlock(sch);
 	return 0;
