@@ -6,7 +6,7 @@
 #ifndef _FAVORLAB_FLOW_HASH_H
 #define _FAVORLAB_FLOW_HASH_H
 
-#include <linux/jhash.h>
+#include <linux/siphash.h>
 #include <linux/string.h>
 #include <net/flow_dissector.h>
 
@@ -24,11 +24,18 @@ static inline void favorlab_dissect(const struct sk_buff *skb, struct flow_keys 
 	skb_flow_dissect_flow_keys(skb, keys, 0);
 }
 
-/* 32-bit hash of the flow key @flowkey (enum favor_flowkey) selects, seeded with @perturbation. */
-static inline u32 favorlab_flow_hash(const struct flow_keys *k, u8 flowkey, u32 perturbation)
+/*
+ * 32-bit hash of the flow key @flowkey (enum favor_flowkey) selects, keyed with the qdisc's own
+ * @key (get_random_bytes at init). SipHash, as sch_sfq and the flow dissector key theirs: jhash's
+ * 32-bit seed can be recovered from the collisions an outsider observes, and then a sender can
+ * choose 5-tuples that all land in one bucket.
+ */
+static inline u32 favorlab_flow_hash(const struct flow_keys *k, u8 flowkey, const siphash_key_t *key)
 {
-	/* words: src address (4), dst address (4), ports, ethertype + IP protocol */
-	u32 w[10] = {};
+	/* words: src address (4), dst address (4), ports, ethertype + IP protocol; 8-byte aligned
+	 * for siphash's word-at-a-time path
+	 */
+	u32 w[10] __aligned(8) = {};
 	bool src = flowkey != FAVOR_FLOWKEY_DST;
 	bool dst = flowkey != FAVOR_FLOWKEY_SRC;
 
@@ -51,7 +58,7 @@ static inline u32 favorlab_flow_hash(const struct flow_keys *k, u8 flowkey, u32 
 		w[9] = k->basic.ip_proto;
 	}
 	w[9] |= (u32)(__force u16)k->basic.n_proto << 16;
-	return jhash2(w, ARRAY_SIZE(w), perturbation);
+	return (u32)siphash(w, sizeof(w), key);
 }
 
 #endif /* _FAVORLAB_FLOW_HASH_H */

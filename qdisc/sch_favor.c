@@ -18,7 +18,6 @@
 #include <linux/kernel.h>
 #include <linux/errno.h>
 #include <linux/skbuff.h>
-#include <linux/jhash.h>
 #include <linux/slab.h>
 #include <linux/mm.h>
 #include <linux/random.h>
@@ -53,7 +52,7 @@ static inline struct favor_skb_cb *favor_skb_cb(struct sk_buff *skb)
 
 struct favor_sched_data {
 	struct favor_core core;
-	u32 perturbation;	/* random hash seed */
+	siphash_key_t perturbation;	/* flow hash key, drawn at init */
 	u8 flowkey;		/* enum favor_flowkey */
 };
 
@@ -66,7 +65,7 @@ static const struct nla_policy favor_policy[TCA_FAVOR_MAX + 1] = {
 
 static u32 favor_bucket(const struct favor_sched_data *q, const struct flow_keys *k)
 {
-	return reciprocal_scale(favorlab_flow_hash(k, q->flowkey, q->perturbation), q->core.buckets);
+	return reciprocal_scale(favorlab_flow_hash(k, q->flowkey, &q->perturbation), q->core.buckets);
 }
 
 static void favor_trace(struct Qdisc *sch, const struct sk_buff *skb,
@@ -258,7 +257,7 @@ static int favor_init(struct Qdisc *sch, struct nlattr *opt, struct netlink_ext_
 	favor_core_init(&q->core, counts, buckets,
 			clamp_t(u32, READ_ONCE(qdisc_dev(sch)->tx_queue_len), 1, FAVOR_MAX_LIMIT), false);
 	q->flowkey = FAVOR_FLOWKEY_5TUPLE;
-	q->perturbation = get_random_u32();
+	get_random_bytes(&q->perturbation, sizeof(q->perturbation));
 	favor_apply(sch, tb);
 	return 0;
 }

@@ -54,7 +54,7 @@ static inline struct las_skb_cb *las_skb_cb(const struct sk_buff *skb)
 
 struct las_sched_data {
 	struct las_core core;
-	u32 perturbation;	/* random hash seed */
+	siphash_key_t perturbation;	/* flow hash key, drawn at init */
 };
 
 static const struct nla_policy las_policy[TCA_LAS_MAX + 1] = {
@@ -73,7 +73,7 @@ static int las_enqueue(struct sk_buff *skb, struct Qdisc *sch, struct sk_buff **
 	u32 hash;
 
 	favorlab_dissect(skb, &keys);
-	hash = favorlab_flow_hash(&keys, FAVOR_FLOWKEY_5TUPLE, q->perturbation);
+	hash = favorlab_flow_hash(&keys, FAVOR_FLOWKEY_5TUPLE, &q->perturbation);
 	v = las_core_enqueue(&q->core, skb, reciprocal_scale(hash, q->core.buckets), hash, &victim);
 	if (victim)
 		favorlab_drop_queued(sch, victim, to_free);
@@ -214,7 +214,7 @@ static int las_init(struct Qdisc *sch, struct nlattr *opt, struct netlink_ext_ac
 	}
 	/* heap[LAS_SERVE] is the start of the heaps' allocation (las_destroy frees it) */
 	las_core_init(&q->core, tab, heaps, heaps + buckets, buckets, limit);
-	q->perturbation = get_random_u32();
+	get_random_bytes(&q->perturbation, sizeof(q->perturbation));
 	return 0;
 }
 

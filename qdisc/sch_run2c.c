@@ -50,7 +50,7 @@ static inline struct run2c_skb_cb *run2c_skb_cb(struct sk_buff *skb)
 
 struct run2c_sched_data {
 	struct run2c_core core;
-	u32 perturbation;	/* random hash seed */
+	siphash_key_t perturbation;	/* flow hash key, drawn at init */
 };
 
 static const struct nla_policy run2c_policy[TCA_RUN2C_MAX + 1] = {
@@ -68,7 +68,7 @@ static u32 run2c_read(const struct run2c_sched_data *q, const struct sk_buff *sk
 	const struct tcphdr *th = NULL;
 
 	favorlab_dissect(skb, &keys);
-	p->tag = favorlab_flow_hash(&keys, FAVOR_FLOWKEY_5TUPLE, q->perturbation);
+	p->tag = favorlab_flow_hash(&keys, FAVOR_FLOWKEY_5TUPLE, &q->perturbation);
 	/* a non-first fragment has no TCP header (the dissector says so and gives no ports) */
 	if (keys.basic.ip_proto == IPPROTO_TCP && !(keys.control.flags & FLOW_DIS_IS_FRAGMENT))
 		th = skb_header_pointer(skb, keys.control.thoff, sizeof(_th), &_th);
@@ -245,7 +245,7 @@ static int run2c_init(struct Qdisc *sch, struct nlattr *opt, struct netlink_ext_
 	run2c_core_init(&q->core, counts, flows, buckets,
 			clamp_t(u32, READ_ONCE(qdisc_dev(sch)->tx_queue_len), 1, RUN2C_MAX_LIMIT),
 			RUN2C_DEFAULT_THRESHOLD, RUN2C_DEFAULT_MSS);
-	q->perturbation = get_random_u32();
+	get_random_bytes(&q->perturbation, sizeof(q->perturbation));
 	run2c_apply(sch, tb);
 	return 0;
 }

@@ -43,6 +43,23 @@ def test_every_module_is_packaged_loaded_and_has_its_plugin_and_man_page():
         assert f"tc/q_{q}.so" in (QDISC / "Makefile").read_text(), q
 
 
+def test_every_module_keys_its_flow_hash_with_its_own_siphash_key():
+    """Issue 15: a jhash seed (32 bits) can be recovered from observed collisions, after which a sender can aim
+    every flow at one bucket. A source check, as the hash runs only in the kernel (the guest tests put traffic
+    through each module): flow_hash.h hashes with siphash under a siphash_key_t, and every module that hashes
+    flows draws its own key with get_random_bytes at init and never a jhash."""
+    code = re.sub(r"/\*.*?\*/", "", (QDISC / "flow_hash.h").read_text(), flags=re.S)   # comments may say jhash
+    assert "siphash(w, sizeof(w), key)" in code and "jhash" not in code
+    for m in modules():
+        src = (QDISC / f"{m}.c").read_text()
+        if "favorlab_flow_hash(" not in src:
+            continue
+        assert re.search(r"siphash_key_t\s+(\w+);", src), m
+        key = re.search(r"siphash_key_t\s+(\w+);", src).group(1)
+        assert f"get_random_bytes(&q->{key}, sizeof(q->{key}))" in src, m
+        assert "jhash" not in src, m
+
+
 def test_role_copies_every_module_source():
     tasks = (REPO / "ansible/roles/sch_favor/tasks/main.yml").read_text()
     listed = set(re.search(r"loop: \[(dkms.conf[^\]]*)\]", tasks).group(1).replace(" ", "").split(","))
