@@ -228,15 +228,16 @@ def _fmt(v, how):
 
 
 def ranking_cell(r):
-    """'estimate [low, high] rank' (rank '2=' when tied with a neighbour); NA without an estimate, and
-    'not ranked' when there is an estimate but no rank (too few flows, or the AQM's run is invalid)."""
+    """'estimate [low, high] rank', the rank a range ('2-4') where the intervals allow several; NA without an
+    estimate, and 'not ranked' when there is an estimate but no rank (too few flows, or the AQM's run is
+    invalid). Bold (second value) where the intervals allow rank 1."""
     how = RANK_METRICS.get(r["metric"], (r["metric"], "{:.3g}"))[1]
     est = _num(r.get("estimate"))
     if est is None:
         return "NA", False
     txt = f"{_fmt(est, how)} [{_fmt(_num(r.get('low')), how)}, {_fmt(_num(r.get('high')), how)}]"
     label = r.get("rank_label") or ""
-    return (f"{txt} {label}" if label else f"{txt} (not ranked)"), label in ("1", "1=")
+    return (f"{txt} {label}" if label else f"{txt} (not ranked)"), label.split("-")[0] == "1"
 
 
 def ranking_section(fdir):
@@ -254,8 +255,9 @@ def ranking_section(fdir):
              "under each, finished or not); short flows have fewer than 10 packets, long flows 100 or more; Jain's "
              "fairness index is over the long flows' goodputs. Each cell is the estimate, its 95 % bootstrap interval "
              "(over flows within each schedule, or over replications where there are three or more) and the rank "
-             "(1 = best: lowest, highest for goodput and Jain's index). <b>2=</b>: its interval overlaps a neighbour's, "
-             "so the order between them is not told apart. NA: no data (no flow of the class, no bottleneck capture), "
+             "(1 = best: lowest, highest for goodput and Jain's index). A range such as <b>2-4</b>: the ranks its interval "
+             "allows (from 1 + the AQMs wholly better than it to the last less those wholly worse), so the order within "
+             "an overlapping group is not told apart; in bold where rank 1 is among them. NA: no data (no flow of the class, no bottleneck capture), "
              "never a rank. <code>unfinished</code>: the AQM's window flows that did not finish, left out under every "
              "AQM (figures/ranking.csv has every count).</p>"]
     for (scen, load), rs in groups.items():

@@ -16,11 +16,16 @@
 # Intervals: boot_ci (verdict_lib.R), the claims' bootstrap: over replications where there are three or more,
 # else over flows within each schedule; flows are resampled together for every AQM (one resample, every AQM's
 # value on it), so each AQM's interval is about the same flows.
-# Ranks: 1 is the best (lowest, or highest for goodput and fairness). An AQM whose interval overlaps the
-# next one's is tied with it: rank_label "2=" for every AQM of a chain of overlapping neighbours, which all
-# take the chain's first rank; distinct_from_next says whether the AQM's interval is apart from the next
-# one's. No estimate (no flow of the class, no bottleneck capture): NA, never a rank. Fewer than
-# RANK_MIN_FLOWS flows counted: the estimate and its interval, no rank.
+# Ranks: 1 is the best (lowest, or highest for goodput and fairness). `rank` orders the point estimates; the
+# intervals decide which ranks an AQM can be said to hold: rank_best is 1 + the number of AQMs whose interval
+# lies wholly on the better side of its own, rank_worst the number of ranked AQMs less those wholly on the
+# worse side (a conservative reading of the intervals, after the league-table caution of Goldstein and
+# Spiegelhalter, JRSS A 1996: a rank is claimed only as far as the intervals separate). rank_label is
+# "3" where the two agree, "2-5" where they do not: an AQM apart from every other gets one rank, a group that
+# overlaps shares a range, and one overlapping only its neighbour is not tied to the whole chain beyond it.
+# distinct_from_next says whether the AQM's interval is apart from the next-ranked one's. No estimate (no flow
+# of the class, no bottleneck capture): NA, never a rank. Fewer than RANK_MIN_FLOWS flows counted: the
+# estimate and its interval, no rank.
 RANK_MIN_FLOWS <- 10
 
 rank_metric <- function(what, flows, class, better, f) list(what = what, flows = flows, class = class, better = better, f = f)
@@ -41,25 +46,32 @@ RANK_METRICS <- list(
 RANK_COLS <- c("latency_s", "bneck_in", "drops", "RTO", "L", "R", "goodput_bps", "syn_retrans")
 
 # Ranks of one metric's AQMs (vectors in any order): rank (1 best, NA without an estimate or below the minimum
-# sample), distinct_from_next (the AQM's interval apart from the next-ranked one's; NA for the last or where
-# an interval is missing) and rank_label (the first rank of its chain of overlapping neighbours, "=" when the
-# chain holds two or more).
+# sample), rank_best and rank_worst (the ranks its interval allows; an AQM without an interval is taken to
+# overlap every other), rank_label ("3" or "2-5") and distinct_from_next (the AQM's interval apart from the
+# next-ranked one's; NA for the last or where an interval is missing).
 rank_aqms <- function(est, lo, hi, better, rankable = rep(TRUE, length(est))) {
   n <- length(est)
-  rank <- rep(NA_integer_, n); distinct <- rep(NA, n); label <- rep(NA_character_, n)
+  rank <- best <- worst <- rep(NA_integer_, n); distinct <- rep(NA, n); label <- rep(NA_character_, n)
   ok <- which(!is.na(est) & rankable)
-  if (!length(ok)) return(list(rank = rank, distinct_from_next = distinct, rank_label = label))
+  if (!length(ok)) return(list(rank = rank, rank_best = best, rank_worst = worst, distinct_from_next = distinct, rank_label = label))
   o <- ok[order(if (better == "lower") est[ok] else -est[ok])]
   rank[o] <- seq_along(o)
+  apart <- function(a, b) !anyNA(c(lo[a], hi[a], lo[b], hi[b])) && (hi[a] < lo[b] || hi[b] < lo[a])
+  # b is wholly better than a: apart, and on the better side
+  wholly_better <- function(b, a) apart(a, b) && (if (better == "lower") hi[b] < lo[a] else lo[b] > hi[a])
+  for (a in o) {
+    others <- setdiff(o, a)
+    n_better <- sum(vapply(others, function(b) wholly_better(b, a), TRUE))
+    n_worse <- sum(vapply(others, function(b) wholly_better(a, b), TRUE))
+    # a percentile interval need not hold its own estimate: the range always holds the point rank
+    best[a] <- min(1L + n_better, rank[a]); worst[a] <- max(length(o) - n_worse, rank[a])
+  }
   for (j in seq_along(o)[-length(o)]) {
     a <- o[j]; b <- o[j + 1]
-    distinct[a] <- if (anyNA(c(lo[a], hi[a], lo[b], hi[b]))) NA else hi[a] < lo[b] || hi[b] < lo[a]
+    distinct[a] <- if (anyNA(c(lo[a], hi[a], lo[b], hi[b]))) NA else apart(a, b)
   }
-  # a chain of overlapping neighbours starts after an AQM whose interval is apart from the next one's
-  g <- cumsum(c(TRUE, vapply(o[-length(o)], function(a) isTRUE(distinct[a]), TRUE)))
-  first <- match(g, g); size <- tabulate(g)[g]
-  label[o] <- paste0(first, ifelse(size > 1, "=", ""))
-  list(rank = rank, distinct_from_next = distinct, rank_label = label)
+  label[o] <- ifelse(best[o] == worst[o], as.character(best[o]), paste0(best[o], "-", worst[o]))
+  list(rank = rank, rank_best = best, rank_worst = worst, distinct_from_next = distinct, rank_label = label)
 }
 
 # Each AQM's values of `cols` on the flows `keys` (replication, flow_id), in the keys' order.
@@ -108,7 +120,7 @@ rank_census <- function(t, s, ld, reps) {
 }
 
 RANKING_COLS <- c("scenario", "load", "aqm", "aqm_name", "metric", "better", "schedules", "flows_counted", "estimate", "low", "high", "rank",
-                  "rank_label", "distinct_from_next", "window_flows", "unfinished", "left_out", "interval", "note")
+                  "rank_best", "rank_worst", "rank_label", "distinct_from_next", "window_flows", "unfinished", "left_out", "interval", "note")
 
 # Which schedules (replications) and AQMs of one scenario and load are ranked: every AQM run there, on the
 # replications where each of them has a valid run (a schedule with an invalid run is left out for all, as
@@ -155,9 +167,9 @@ rank_load <- function(t, s, ld, fin, win, min_flows = RANK_MIN_FLOWS) {
     d[, note := paste0(note, if (nzchar(note[1])) "; " else "", sprintf("replication(s) %s left out: a run of them is invalid or missing",
                                                                          paste(sel$dropped, collapse = " ")))]
   d[, schedules := length(reps)]
-  d[, c("rank", "distinct_from_next", "rank_label") := {
+  d[, c("rank", "rank_best", "rank_worst", "distinct_from_next", "rank_label") := {
     r <- rank_aqms(estimate, low, high, better[1], aqm %in% ranked & flows_counted >= min_flows)
-    list(r$rank, r$distinct_from_next, r$rank_label)
+    list(r$rank, r$rank_best, r$rank_worst, r$distinct_from_next, r$rank_label)
   }, by = metric]
   d[is.na(interval), interval := ""]
   d[, `:=`(scenario = s, load = ld, aqm_name = aqm_label(aqm))]

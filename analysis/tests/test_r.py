@@ -116,7 +116,7 @@ def test_ranking_from_tables(results):
     assert r.returncode == 0, r.stderr
     rows = list(csv.DictReader(open(out)))
     assert list(rows[0]) == ["scenario", "load", "aqm", "aqm_name", "metric", "better", "schedules", "flows_counted", "estimate",
-                             "low", "high", "rank", "rank_label", "distinct_from_next", "window_flows", "unfinished", "left_out",
+                             "low", "high", "rank", "rank_best", "rank_worst", "rank_label", "distinct_from_next", "window_flows", "unfinished", "left_out",
                              "interval", "note"]
     assert len(rows) == 2 * 9 and {x["aqm_name"] for x in rows} == {"DropTail", "FaQ"}
     assert {x["schedules"] for x in rows} == {"1"}

@@ -55,7 +55,7 @@ def test_tables_name_the_aqms_as_the_paper_and_the_figures_do():
 
 
 RANK_COLS = ["scenario", "load", "aqm", "aqm_name", "metric", "better", "schedules", "flows_counted", "estimate", "low", "high",
-             "rank", "rank_label", "distinct_from_next", "window_flows", "unfinished", "left_out", "interval", "note"]
+             "rank", "rank_best", "rank_worst", "rank_label", "distinct_from_next", "window_flows", "unfinished", "left_out", "interval", "note"]
 
 
 def _ranking(tmp_path, aqms, loads=("0.55", "0.95")):
@@ -63,7 +63,7 @@ def _ranking(tmp_path, aqms, loads=("0.55", "0.95")):
     import csv
     fdir = tmp_path / "figures"
     fdir.mkdir()
-    est = {"droptail": (0.5, 0.45, 0.55, "2="), "favor": (0.2, 0.18, 0.22, "1"), "choke": (0.52, 0.47, 0.57, "2="),
+    est = {"droptail": (0.5, 0.45, 0.55, "2-3"), "favor": (0.2, 0.18, 0.22, "1"), "choke": (0.52, 0.47, 0.57, "2-3"),
            "las": (0.9, 0.85, 0.95, "4")}
     with open(fdir / "ranking.csv", "w", newline="") as f:
         w = csv.DictWriter(f, RANK_COLS)
@@ -75,11 +75,12 @@ def _ranking(tmp_path, aqms, loads=("0.55", "0.95")):
                             window_flows="200", unfinished="3" if a == "choke" else "0", left_out="3",
                             interval="bootstrap over flows within 1 schedule(s)")
                 w.writerow(dict(base, metric="latency_mean_short", flows_counted="97", estimate=e, low=lo, high=hi,
-                                rank=lab.rstrip("="), rank_label=lab, note=""))
+                                rank=lab.split("-")[0], rank_best=lab.split("-")[0], rank_worst=lab.split("-")[-1],
+                                rank_label=lab, note=""))
                 w.writerow(dict(base, metric="latency_mean_long", flows_counted="0", estimate="", low="", high="", rank="",
                                 rank_label="", note="no data (no flow of the class, or no bottleneck capture)"))
                 w.writerow(dict(base, metric="drop_ratio", flows_counted="197", estimate=0.012, low=0.01, high=0.014,
-                                rank="1", rank_label="1=", note=""))
+                                rank="1", rank_best="1", rank_worst=str(len(aqms)), rank_label=f"1-{len(aqms)}", note=""))
     return fdir
 
 
@@ -92,9 +93,9 @@ def test_ranking_section_one_table_per_load_with_intervals_ties_and_na(tmp_path)
     assert t.index("<td>DropTail</td>") < t.index("<td>FaQ</td>") < t.index("<td>CHOKe</td>")
     assert "<th>mean latency, short (s)</th>" in t and "<th>drop ratio</th>" in t
     assert "<td><b>0.2 [0.18, 0.22] 1</b></td>" in t                  # the best, in bold
-    assert "<td>0.5 [0.45, 0.55] 2=</td>" in t and "<td>0.52 [0.47, 0.57] 2=</td>" in t   # tied
+    assert "<td>0.5 [0.45, 0.55] 2-3</td>" in t and "<td>0.52 [0.47, 0.57] 2-3</td>" in t   # overlapping: a range
     assert "<td>NA</td>" in t                                         # no long flow: NA, no rank
-    assert "<b>1.2% [1%, 1.4%] 1=</b>" in t
+    assert "<b>1.2% [1%, 1.4%] 1-3</b>" in t                          # may be first: bold
     assert "<td>3 of 200</td>" in t                                   # CHOKe's unfinished window flows
     assert "mean latency, short (s) 97" in t and "no data (no flow of the class" in t
     # and the report has the section

@@ -59,21 +59,28 @@ test_that("three AQMs, FaQ clearly fastest: ranks 1, 2, 3 apart, the estimates b
   expect_equal(unique(r[metric == "goodput"]$better), "higher")
   # no drops, no SYN loss anywhere: every AQM at 0, all tied
   expect_equal(r[metric == "drop_ratio", estimate], c(0, 0, 0))
-  expect_equal(r[metric == "drop_ratio", rank_label], c("1=", "1=", "1="))
-  expect_equal(r[metric == "syn_loss", rank_label], c("1=", "1=", "1="))
+  expect_equal(r[metric == "drop_ratio", rank_label], c("1-3", "1-3", "1-3"))
+  expect_equal(r[metric == "syn_loss", rank_label], c("1-3", "1-3", "1-3"))
 })
 
-test_that("overlapping intervals are ties: the same rank label, not distinct from the next", {
+test_that("overlapping intervals share a range of ranks, and only as far as they overlap", {
   # DropTail and CHOKe nearly equal (1 % apart, far inside their intervals), FaQ clearly faster
   r <- aqm_ranking(rank_tables(times(c(favor = 0.5, droptail = 1, choke = 1.01))))
   x <- r[metric == "latency_mean_short"]
   expect_equal(x$rank, c(2L, 1L, 3L))
-  expect_equal(x$rank_label, c("2=", "1", "2="))
+  expect_equal(x$rank_label, c("2-3", "1", "2-3"))
+  expect_equal(x$rank_best, c(2L, 1L, 2L)); expect_equal(x$rank_worst, c(3L, 1L, 3L))
   expect_equal(x$distinct_from_next, c(FALSE, TRUE, NA))
-  # a chain: A overlaps B, B overlaps C though A and C are apart; all share the first rank
+  # a chain: A overlaps B, B overlaps C though A and C are apart: A cannot be third, C cannot be first
   ch <- rank_aqms(c(1, 1.1, 1.2, 3), c(0.95, 1.0, 1.14, 2.9), c(1.05, 1.15, 1.3, 3.1), "lower")
-  expect_equal(ch$rank_label, c("1=", "1=", "1=", "4"))
+  expect_equal(ch$rank_label, c("1-2", "1-3", "2-3", "4"))
   expect_equal(ch$distinct_from_next, c(FALSE, FALSE, TRUE, NA))
+  # the same intervals, better higher: the order and the ranges turn over
+  hi <- rank_aqms(c(1, 1.1, 1.2, 3), c(0.95, 1.0, 1.14, 2.9), c(1.05, 1.15, 1.3, 3.1), "higher")
+  expect_equal(hi$rank_label, c("3-4", "2-4", "2-3", "1"))
+  # an AQM without an interval overlaps every other; the ones with intervals keep theirs between them
+  na <- rank_aqms(c(1, 2, 3), c(0.9, NA, 2.9), c(1.1, NA, 3.1), "lower")
+  expect_equal(na$rank_label, c("1-2", "1-3", "2-3"))
   expect_equal(rank_aqms(c(0.9, 0.5), c(0.8, 0.4), c(1, 0.6), "higher")$rank, c(1L, 2L))
 })
 
