@@ -72,6 +72,29 @@ def popen(argv, node=None, cgroup: Path | None = None, **kw) -> subprocess.Popen
     return subprocess.Popen(prefix + list(argv), start_new_session=True, **kw)
 
 
+class StaleModule(RuntimeError):
+    """The qdisc module in the kernel is not the one installed on disk."""
+
+
+def check_loaded_module(mod, sys_root=Path("/sys"), modinfo=None):
+    """The srcversion of the loaded `mod` (sysfs) against the installed file's (modinfo). A mismatch means an
+    older build is still loaded, e.g. the Ansible role's rmmod failed because a qdisc still used the module
+    and modprobe then kept the old one: a run would measure code other than what its manifest names.
+    Returns the srcversion; raises StaleModule naming both and the fix. A module not loaded, or one without a
+    srcversion (built in), is not checked: None."""
+    f = sys_root / "module" / mod / "srcversion"
+    if not f.is_file():
+        return None
+    loaded = f.read_text().strip()
+    info = modinfo if modinfo is not None else out(["modinfo", "-F", "srcversion", mod])
+    on_disk = info.strip()
+    if on_disk != loaded:
+        raise StaleModule(f"{mod}: the loaded module (srcversion {loaded}) is not the installed one "
+                          f"({on_disk or 'modinfo found none'}): an older build is still in the kernel. Delete the "
+                          f"qdiscs that use it, `rmmod {mod}` and provision again (or reboot the testbed)")
+    return loaded
+
+
 class RunCgroup:
     """A cgroup v2 directory of this run's own: the initial-RTO program is attached here, not to the root
     cgroup, so on a real host it changes the workload's sockets and no one else's."""
@@ -578,6 +601,8 @@ class Run:
             p = out(["modprobe", mod])   # built-in or already loaded is fine; tc says if it is missing
             if p.strip():
                 self.log(f"modprobe {mod}: {p.strip()}")
+            if qdisc in dumbbell.FAVORLAB_QDISCS:
+                check_loaded_module(mod)
         if kind == "dumbbell":
             topo = dict(s["topology"], kind="dumbbell")
             self.hostsj = dumbbell.hosts_json(topo)

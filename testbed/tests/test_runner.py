@@ -786,3 +786,19 @@ def test_chain_run_end_to_end(guest, tmp_path):
     for k in range(2, 6):
         kinds = {q["kind"] for q in after[f"r{k - 1}"] if q.get("dev") == f"r{k - 1}-next"}
         assert "pfifo" in kinds and "htb" in kinds, (k, kinds)
+
+
+def test_stale_module_fails_the_run_naming_both_versions(tmp_path):
+    """Issue 15: the manifest records modinfo's srcversion (the file on disk); a run must not go on with an
+    older build still loaded (the role ignores a failed rmmod)."""
+    d = tmp_path / "module" / "sch_favor"
+    d.mkdir(parents=True)
+    (d / "srcversion").write_text("AAAA1111\n")
+    assert runmod.check_loaded_module("sch_favor", tmp_path, modinfo="AAAA1111\n") == "AAAA1111"
+    with pytest.raises(runmod.StaleModule, match=r"sch_favor: the loaded module \(srcversion AAAA1111\) is not the "
+                                                 r"installed one \(BBBB2222\).*rmmod sch_favor"):
+        runmod.check_loaded_module("sch_favor", tmp_path, modinfo="BBBB2222\n")
+    with pytest.raises(runmod.StaleModule, match="modinfo found none"):
+        runmod.check_loaded_module("sch_favor", tmp_path, modinfo="")
+    # not loaded (or built in): nothing to compare
+    assert runmod.check_loaded_module("sch_las", tmp_path, modinfo="CCCC") is None
