@@ -317,6 +317,25 @@ def topology_module(kind: str):
     return importlib.import_module(TOPOLOGIES[kind])
 
 
+def own_addresses(hostsj: dict) -> list[str]:
+    """The experiment's IPv4 addresses: every host's and its gateway's (the routers' ports toward the hosts)."""
+    return sorted({a for h in hostsj["hosts"].values() for a in (h.get("ip"), h.get("gw")) if a})
+
+
+def foreign_packets(pcap: Path, own: list[str], keep: int = 5) -> tuple[int, list[str]]:
+    """(count, the first `keep` as tcpdump prints them) of the IP packets in `pcap` whose source or destination
+    is not one of `own`: traffic that is not the experiment's (a DHCP client on a veth port, a stray daemon).
+    tcpdump, already on every testbed, reads the file with a filter built from the addresses."""
+    srcs = " or ".join(f"src host {a}" for a in own)
+    dsts = " or ".join(f"dst host {a}" for a in own)
+    flt = f"ip and not (({srcs}) and ({dsts}))" if own else "ip"
+    p = subprocess.run(["tcpdump", "-r", str(pcap), "-n", flt], capture_output=True, text=True, timeout=600)
+    if p.returncode:
+        raise RuntimeError(f"tcpdump -r {pcap} failed: {p.stderr.strip()[-300:]}")
+    lines = p.stdout.splitlines()
+    return len(lines), lines[:keep]
+
+
 def capture_points(hostsj: dict) -> dict:
     """name -> (node, intf) of every tcpdump: the topology's own capture_points when hosts.json has them
     (the chain: topologies.chain.capture_points), else the dumbbell's (a sender-<h> per host, bneck-in/out)."""
@@ -754,6 +773,18 @@ class Run:
             drops[k[5:]] = int(m.group(1)) if m else None
         bad = {k: v for k, v in drops.items() if v}
         self.checks["capture_drops"] = {"configured": 0, "measured": drops, "ok": not bad}
+        # Foreign packets where the bottleneck queue is captured shared it with the experiment: the run is
+        # invalid. Elsewhere (a sender's link) they are listed as a warning: they did not reach the queue.
+        own = own_addresses(self.hostsj)
+        foreign = {name: foreign_packets(self.dir / "pcap" / f"{name}.pcap", own)
+                   for name in capture_points(self.hostsj) if (self.dir / "pcap" / f"{name}.pcap").exists()}
+        for where, names in (("bottleneck", [k for k in foreign if k.startswith("bneck")]),
+                             ("elsewhere", [k for k in foreign if not k.startswith("bneck")])):
+            self.checks[f"foreign_traffic_{where}"] = {
+                "configured": f"only packets between the experiment's addresses ({', '.join(own)})",
+                "measured": {k: {"packets": foreign[k][0], "first": foreign[k][1]} for k in names if foreign[k][0]} or 0,
+                "ok": not any(foreign[k][0] for k in names),
+                **({} if where == "bottleneck" else {"severity": "warning"})}
 
     def start_trace(self):
         fwd = self.spec["aqm"]["forward"]["kind"]

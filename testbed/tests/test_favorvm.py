@@ -51,6 +51,22 @@ def test_cache_key_follows_inputs():
     assert k == fv.cache_key(dict(conf), list(pkgs))
     assert k != fv.cache_key(conf, pkgs + ["htop"])
     assert k != fv.cache_key(dict(conf, kernel_abi="6.1.0-99"), pkgs)
+    # a file written into the image is part of it: an image built before a change is not reused
+    files = dict(fv.GUEST_FILES)
+    try:
+        fv.GUEST_FILES["etc/hostname"] = "other\n"
+        assert k != fv.cache_key(conf, pkgs)
+    finally:
+        fv.GUEST_FILES.clear()
+        fv.GUEST_FILES.update(files)
+
+
+def test_guest_runs_dhcp_on_its_qemu_nic_only():
+    """networkd matching Type=ether ran DHCP on Mininet's veth ports too, and the requests (from 0.0.0.0)
+    reached the experiment's captures (issue 15)."""
+    net = fv.GUEST_FILES["etc/systemd/network/10-virtio.network"]
+    match = net.split("[Network]")[0]
+    assert "Driver=virtio_net" in match and "Type=" not in match and "Name=" not in match
 
 
 @pytest.mark.parametrize("text,msg", [

@@ -4,6 +4,7 @@ import json
 import os
 import re
 import shlex
+import shutil
 import struct
 import subprocess
 import sys
@@ -303,6 +304,9 @@ def test_short_real_run_end_to_end(guest, tmp_path):
         meas = checks[f"rtt_{path}_ms"]["measured"]
         print(f"idle RTT {path}: configured {conf} measured {meas}")
         assert abs(meas - conf) < 5
+    # only the experiment's packets in the captures (the guest's DHCP client once ran on the veth ports)
+    assert checks["foreign_traffic_bottleneck"]["measured"] == 0, checks["foreign_traffic_bottleneck"]
+    assert checks["foreign_traffic_elsewhere"]["measured"] == 0, checks["foreign_traffic_elsewhere"]
     rate = checks["bottleneck_rate_mbps"]["measured"]
     print(f"bottleneck rate: {rate:.2f} Mb/s; cpu {checks['cpu_busy']['measured']}")
     assert abs(rate - 10) <= 1.0
@@ -802,3 +806,25 @@ def test_stale_module_fails_the_run_naming_both_versions(tmp_path):
         runmod.check_loaded_module("sch_favor", tmp_path, modinfo="")
     # not loaded (or built in): nothing to compare
     assert runmod.check_loaded_module("sch_las", tmp_path, modinfo="CCCC") is None
+
+
+def test_foreign_packets_in_a_capture_are_counted_and_shown(tmp_path):
+    """Issue 15: every run checks that its captures hold only the experiment's traffic; a DHCP request from
+    0.0.0.0 (what networkd sent on Mininet's veth ports) is counted and shown, the hosts' own packets are not."""
+    if not shutil.which("tcpdump"):
+        pytest.skip("tcpdump not installed (apt-get install tcpdump); the runner's check needs it on the testbed")
+    from scapy.all import BOOTP, IP, TCP, UDP, Ether, wrpcap
+    hostsj = {"hosts": {"a1": {"ip": "10.1.0.1", "gw": "10.1.0.254"}, "b1": {"ip": "10.2.0.1", "gw": "10.2.0.254"}}}
+    own = runmod.own_addresses(hostsj)
+    assert own == ["10.1.0.1", "10.1.0.254", "10.2.0.1", "10.2.0.254"]
+    pkts = [Ether() / IP(src="10.1.0.1", dst="10.2.0.1") / TCP(sport=40000, dport=5001, flags="S"),
+            Ether() / IP(src="10.2.0.1", dst="10.1.0.1") / TCP(sport=5001, dport=40000, flags="SA"),
+            Ether() / IP(src="0.0.0.0", dst="255.255.255.255") / UDP(sport=68, dport=67) / BOOTP(),
+            Ether() / IP(src="10.1.0.1", dst="10.9.9.9") / TCP(sport=40001, dport=80)]
+    f = tmp_path / "bneck-in.pcap"
+    wrpcap(str(f), pkts)
+    n, first = runmod.foreign_packets(f, own)
+    assert n == 2
+    assert "0.0.0.0.68 > 255.255.255.255.67" in first[0] and "10.9.9.9" in first[1]
+    wrpcap(str(f), pkts[:2])
+    assert runmod.foreign_packets(f, own) == (0, [])
