@@ -27,6 +27,7 @@ enum {
 	TCA_RIOPS_LMIN,		/* u32: long min_th, ppm of limit */
 	TCA_RIOPS_LMAX,		/* u32: long max_th, ppm of limit */
 	TCA_RIOPS_LPMAX,	/* u32: long P_max, ppm */
+	TCA_RIOPS_PAD,		/* alignment of the u64 in dumps */
 	__TCA_RIOPS_MAX
 };
 #define TCA_RIOPS_MAX (__TCA_RIOPS_MAX - 1)
