@@ -294,16 +294,21 @@ nla_put_failure:
 static int favor_dump_stats(struct Qdisc *sch, struct gnet_dump *d)
 {
 	struct favor_sched_data *q = qdisc_priv(sch);
-	struct tc_favor_xstats st = {
-		.favored	= q->core.c.favored,
-		.standard	= q->core.c.standard,
-		.pushouts	= q->core.c.pushouts,
-		.drop_favored	= q->core.c.drop_favored,
-		.drop_standard	= q->core.c.drop_standard,
-		.drop_limit	= q->core.c.drop_limit,
-		.flows		= q->core.flows,
-		.favored_qlen	= skb_queue_len(&q->core.favored),
-	};
+	struct tc_favor_xstats st = {};
+
+	/* tc_fill_qdisc calls this under RTNL only, not the qdisc's lock: copy the counters under it,
+	 * as sch_fq does, so that one dump is one consistent snapshot of them
+	 */
+	sch_tree_lock(sch);
+	st.favored = q->core.c.favored;
+	st.standard = q->core.c.standard;
+	st.pushouts = q->core.c.pushouts;
+	st.drop_favored = q->core.c.drop_favored;
+	st.drop_standard = q->core.c.drop_standard;
+	st.drop_limit = q->core.c.drop_limit;
+	st.flows = q->core.flows;
+	st.favored_qlen = skb_queue_len(&q->core.favored);
+	sch_tree_unlock(sch);
 
 	return gnet_stats_copy_app(d, &st, sizeof(st));
 }

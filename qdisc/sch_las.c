@@ -251,14 +251,19 @@ nla_put_failure:
 static int las_dump_stats(struct Qdisc *sch, struct gnet_dump *d)
 {
 	struct las_sched_data *q = qdisc_priv(sch);
-	struct tc_las_xstats st = {
-		.enqueued	= q->core.c.enqueued,
-		.drop_arrival	= q->core.c.drop_arrival,
-		.pushouts	= q->core.c.pushouts,
-		.drop_limit	= q->core.c.drop_limit,
-		.flow_resets	= q->core.c.flow_resets,
-		.flows		= q->core.active,
-	};
+	struct tc_las_xstats st = {};
+
+	/* tc_fill_qdisc calls this under RTNL only, not the qdisc's lock: copy the counters under it,
+	 * as sch_fq does, so that one dump is one consistent snapshot of them
+	 */
+	sch_tree_lock(sch);
+	st.enqueued = q->core.c.enqueued;
+	st.drop_arrival = q->core.c.drop_arrival;
+	st.pushouts = q->core.c.pushouts;
+	st.drop_limit = q->core.c.drop_limit;
+	st.flow_resets = q->core.c.flow_resets;
+	st.flows = q->core.active;
+	sch_tree_unlock(sch);
 
 	return gnet_stats_copy_app(d, &st, sizeof(st));
 }

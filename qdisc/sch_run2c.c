@@ -285,19 +285,24 @@ static int run2c_dump_stats(struct Qdisc *sch, struct gnet_dump *d)
 {
 	struct run2c_sched_data *q = qdisc_priv(sch);
 	const struct favor_core *c = &q->core.q;
-	struct tc_run2c_xstats st = {
-		.high		= c->c.favored,
-		.low		= c->c.standard,
-		.pushouts	= c->c.pushouts,
-		.drop_high	= c->c.drop_favored,
-		.drop_low	= c->c.drop_standard,
-		.drop_limit	= c->c.drop_limit,
-		.syns		= q->core.c.syns,
-		.unknown_flow	= q->core.c.unknown_flow,
-		.no_tcp		= q->core.c.no_tcp,
-		.high_qlen	= skb_queue_len(&c->favored),
-		.low_qlen	= skb_queue_len(&c->standard),
-	};
+	struct tc_run2c_xstats st = {};
+
+	/* tc_fill_qdisc calls this under RTNL only, not the qdisc's lock: copy the counters under it,
+	 * as sch_fq does, so that one dump is one consistent snapshot of them
+	 */
+	sch_tree_lock(sch);
+	st.high = c->c.favored;
+	st.low = c->c.standard;
+	st.pushouts = c->c.pushouts;
+	st.drop_high = c->c.drop_favored;
+	st.drop_low = c->c.drop_standard;
+	st.drop_limit = c->c.drop_limit;
+	st.syns = q->core.c.syns;
+	st.unknown_flow = q->core.c.unknown_flow;
+	st.no_tcp = q->core.c.no_tcp;
+	st.high_qlen = skb_queue_len(&c->favored);
+	st.low_qlen = skb_queue_len(&c->standard);
+	sch_tree_unlock(sch);
 
 	return gnet_stats_copy_app(d, &st, sizeof(st));
 }
