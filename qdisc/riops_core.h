@@ -2,7 +2,7 @@
 /*
  * riops_core.h - the queueing logic of RIO-PS, RIO with Preferential treatment to Short flows (Guo and
  * Matta, "The war between mice and elephants", ICNP 2001): an edge that marks the first L_t packets
- * of every flow Short ("In") and the rest Long ("Out"), and a core router running RIO (Clark and Feng)
+ * of every flow Short ("In") and the rest Long ("Out"), and a core router running RIO (Clark and Fang)
  * on one FIFO, where Short packets are judged on the average backlog of Short packets and Long
  * packets on the average total backlog. In favorlab the qdisc sits at the dumbbell's one bottleneck,
  * which is both the edge and the core (the paper's Experiment 1: "the traffic seen at the core router
