@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
  * qsdrr_core.h - the queueing logic of Deficit Round Robin with the three discard policies of
- * Kantawala and Turner, "Queue management for short-lived TCP flows in backbone routers" (QSDRR,
- * Washington University 2001): plain DRR (longest queue drop), TDRR and QSDRR.
+ * Kantawala and Turner, "Efficient Queue Management for TCP Flows" (Washington University in St. Louis,
+ * report WUCS-01-22, 2001): plain DRR (longest queue drop), TDRR and QSDRR.
  *
  * The same code runs in the kernel module (sch_qsdrr.c) and in the userspace test harness
  * (tests/qsdrr_harness.c): the includer provides struct sk_buff, struct sk_buff_head, the __skb_*
@@ -47,9 +47,9 @@
  * throughput while it is empty (the paper's value belongs to the DRR queue); a reset forgets it.
  * Why steps of one half-life and not a weight w per packet: an exact integer value whose order is
  * kept by a common scale needs each decay step to divide by a power of two; the time constant is set
- * with the half-life instead (default 1 s: many round trips of the paper's 40 to 200 ms flows, and
- * longer than its buffers' drain times, so that a flow's throughput "remembers events much longer in
- * the past than the queue time constant", Section 5).
+ * with the half-life instead (default 1 s: many round trips of the paper's 40 and 200 ms flows, and
+ * longer than its largest buffers' delay, half a second, so that a flow's throughput "remembers"
+ * events "much longer in the past than the queue time constant", Section 5).
  *
  * Cost: O(log active queues) per packet, apart from the TDRR rescale. Heap 0 is a binary max-heap of
  * the active queues by the policy's victim key (length for drr and qsdrr, thr for tdrr); qsdrr also

@@ -10,8 +10,8 @@
  * shorter than every other queue (Figure 1). See qsdrr_core.h for the queueing logic, shared with the
  * tests.
  *
- * References: A. Kantawala, J. Turner, "Queue management for short-lived TCP flows in backbone
- * routers" (QSDRR), Washington University 2001; M. Shreedhar, G. Varghese, "Efficient fair queueing
+ * References: A. Kantawala, J. Turner, "Efficient Queue Management for TCP Flows", Washington
+ * University in St. Louis, WUCS-01-22, 2001; M. Shreedhar, G. Varghese, "Efficient fair queueing
  * using deficit round robin", SIGCOMM 1995; P. McKenney, "Stochastic fairness queueing", INFOCOM 1990.
  */
 
