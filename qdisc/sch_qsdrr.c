@@ -291,19 +291,22 @@ static int qsdrr_dump_stats(struct Qdisc *sch, struct gnet_dump *d)
 {
 	struct qsdrr_sched_data *q = qdisc_priv(sch);
 	const struct qsdrr_counters *c = &q->core.c;
-	struct tc_qsdrr_xstats st = {
-		.enqueued	= c->enqueued,
-		.front_drops	= c->front_drops,
-		.drop_own	= c->drop_own,
-		.drop_limit	= c->drop_limit,
-		.new_flows	= c->new_flows,
-		.turns		= c->turns,
-		.q_set		= c->q_set,
-		.q_reselect	= c->q_reselect,
-		.q_kept		= c->q_kept,
-		.rescales	= c->rescales,
-		.flows		= q->core.active,
-	};
+	struct tc_qsdrr_xstats st = {};
+
+	/* tc_fill_qdisc calls this under RTNL only, not the qdisc's lock: one dump, one snapshot */
+	sch_tree_lock(sch);
+	st.enqueued = c->enqueued;
+	st.front_drops = c->front_drops;
+	st.drop_own = c->drop_own;
+	st.drop_limit = c->drop_limit;
+	st.new_flows = c->new_flows;
+	st.turns = c->turns;
+	st.q_set = c->q_set;
+	st.q_reselect = c->q_reselect;
+	st.q_kept = c->q_kept;
+	st.rescales = c->rescales;
+	st.flows = q->core.active;
+	sch_tree_unlock(sch);
 
 	return gnet_stats_copy_app(d, &st, sizeof(st));
 }
