@@ -1,7 +1,9 @@
-"""Lint every shell script in the repository with shellcheck (issue 15): the scripts are found by name (*.sh) or
-by their #! line among git's tracked files, so a new script is linted without being listed here."""
+"""Lint every shell script with shellcheck and the Ansible roles with ansible-lint (issue 15). Shell scripts are
+found by name (*.sh) or by their #! line among git's tracked files, so a new script is linted without being listed."""
+import os
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -37,3 +39,15 @@ def test_shellcheck_finds_nothing():
         pytest.skip("shellcheck is not installed (scripts/bootstrap installs it: apt-packages.txt); the lint did not run")
     r = subprocess.run(["shellcheck", "--format=gcc", *shell_scripts()], cwd=ROOT, capture_output=True, text=True)
     assert r.returncode == 0, r.stdout + r.stderr
+
+
+def test_ansible_lint_finds_nothing_in_the_roles():
+    """ansible-lint (profile basic, .ansible-lint) on ansible/: the roles every testbed is provisioned with."""
+    lint = Path(sys.executable).parent / "ansible-lint"
+    if not lint.exists():
+        pytest.skip(f"ansible-lint is not installed in {lint.parent} (requirements.txt has it: scripts/bootstrap); "
+                    f"the lint did not run")
+    r = subprocess.run([str(lint), "--nocolor", "-p", "ansible/"], cwd=ROOT, capture_output=True, text=True,
+                       env=dict(os.environ, PATH=f"{lint.parent}:{os.environ.get('PATH', '')}"), timeout=900)
+    assert r.returncode == 0, r.stdout[-4000:] + r.stderr[-2000:]
+    assert "0 failure(s)" in r.stderr + r.stdout
