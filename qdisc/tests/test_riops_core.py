@@ -395,6 +395,28 @@ def test_wait_spaces_the_drops(lib):
     assert gaps and min(gaps) > 1                        # never two in a row: count restarts at 0
 
 
+def test_wait_drops_exactly_when_count_times_pb_reaches_one(lib):
+    # checked on the core's own state, not the model: with rnd 0 an arrival in the early region is
+    # dropped iff count * p_b >= 1 (then p_a = p_b / (2 - count p_b) > 0); with the largest draw iff
+    # p_a = 1, that is count * p_b >= 2 - p_b
+    for rnd, extra, need in [(0, 0, ONE), (2**32 - 1, 1, 2 * ONE)]:
+        b = Both(lib, limit=1000, lt=10**4, fixed=True, red={SHORT: (10_000, 990_000, 200_000)})
+        lo, hi, pmax = b.core.thresholds()[:3]
+        checked = 0
+        for t in range(900):
+            st, early = b.core.state(), b.core.counters()["early_short"]
+            b.enqueue(0, now=t, rnd=rnd)
+            after = b.core.state()
+            avg, count = after["qavg_short"], st["count_short"] + 1
+            if not (st["old"] & 1 and lo <= avg < hi and st["qshort"] > 1):
+                continue
+            pb = pmax * (avg - lo) // (hi - lo)
+            dropped = b.core.counters()["early_short"] > early
+            assert dropped == ((count + extra) * pb >= need), (t, count, pb)
+            checked += 1
+        assert checked > 100 and b.core.counters()["early_short"] > 3
+
+
 def test_gentle_region_drops_and_beyond_2_max_th_forced(lib):
     red = {LONG: (10_000, 20_000, 100_000)}             # B=1000: 10 and 20 packets; gentle to 40
     b = Both(lib, limit=1000, lt=1, fixed=True, ecn=True, red=red)
