@@ -61,7 +61,9 @@
  *  - RIO-PS's Table III: B = limit; Short (0.15 B, 0.35 B, 1/20), Long (0.15 B, 0.5 B, 1/10).
  *    Thresholds are given in parts per million of limit.
  * Departures from rio.cc, for the paper's text: Q_total is updated at Long arrivals too (rio.cc's own
- * comment says it does not, a bug it left); the class is the edge's, not a flow id.
+ * comment says it does not, a bug it left); the class is the edge's, not a flow id. From red.cc, for
+ * integers: drop if r < p_a (red.cc: u <= p), so p_a = 0 never drops; and the idle period's start is
+ * stamped once (red.cc re-stamps it at every empty dequeue; a link dequeues once when it goes idle).
  *
  * Fixed point, no floating point: averages in packets * 2^RIOPS_AVG_SHIFT (a step is avg -= avg >>
  * RIOPS_WLOG, then += q << (RIOPS_AVG_SHIFT - RIOPS_WLOG)); thresholds floor(limit * ppm * 2^16 /
