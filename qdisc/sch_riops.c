@@ -179,6 +179,9 @@ static void riops_reset(struct Qdisc *sch)
 	struct riops_sched_data *q = qdisc_priv(sch);
 	struct sk_buff *skb;
 
+	/* a failed init leaves no core: qdisc_create_dflt's qdisc_put() resets it all the same */
+	if (!q->core.tab)
+		return;
 	while ((skb = riops_core_purge_one(&q->core)))
 		rtnl_kfree_skbs(skb, skb);
 	riops_core_forget(&q->core);
@@ -382,26 +385,29 @@ static int riops_dump_stats(struct Qdisc *sch, struct gnet_dump *d)
 {
 	struct riops_sched_data *q = qdisc_priv(sch);
 	const struct riops_core *c = &q->core;
-	struct tc_riops_xstats st = {
-		.enqueued_short	= c->c.enqueued[RIOPS_SHORT],
-		.enqueued_long	= c->c.enqueued[RIOPS_LONG],
-		.early_short	= c->c.early[RIOPS_SHORT],
-		.early_long	= c->c.early[RIOPS_LONG],
-		.marked_short	= c->c.marked[RIOPS_SHORT],
-		.marked_long	= c->c.marked[RIOPS_LONG],
-		.forced_short	= c->c.forced[RIOPS_SHORT],
-		.forced_long	= c->c.forced[RIOPS_LONG],
-		.drop_limit	= c->c.drop_limit,
-		.drop_trim	= c->c.drop_trim,
-		.flows_seen	= c->c.flows_seen,
-		.collisions	= c->c.collisions,
-		.qavg_short	= c->qavg_short,
-		.qavg_total	= c->qavg_total,
-		.lt		= c->lt,
-		.active_short	= c->active[RIOPS_SHORT],
-		.active_long	= c->active[RIOPS_LONG],
-		.qlen_short	= c->qshort,
-	};
+	struct tc_riops_xstats st = {};
+
+	/* tc_fill_qdisc calls this under RTNL only, not the qdisc's lock: copy under it, as sch_las */
+	sch_tree_lock(sch);
+	st.enqueued_short = c->c.enqueued[RIOPS_SHORT];
+	st.enqueued_long = c->c.enqueued[RIOPS_LONG];
+	st.early_short = c->c.early[RIOPS_SHORT];
+	st.early_long = c->c.early[RIOPS_LONG];
+	st.marked_short = c->c.marked[RIOPS_SHORT];
+	st.marked_long = c->c.marked[RIOPS_LONG];
+	st.forced_short = c->c.forced[RIOPS_SHORT];
+	st.forced_long = c->c.forced[RIOPS_LONG];
+	st.drop_limit = c->c.drop_limit;
+	st.drop_trim = c->c.drop_trim;
+	st.flows_seen = c->c.flows_seen;
+	st.collisions = c->c.collisions;
+	st.qavg_short = c->qavg_short;
+	st.qavg_total = c->qavg_total;
+	st.lt = c->lt;
+	st.active_short = c->active[RIOPS_SHORT];
+	st.active_long = c->active[RIOPS_LONG];
+	st.qlen_short = c->qshort;
+	sch_tree_unlock(sch);
 
 	return gnet_stats_copy_app(d, &st, sizeof(st));
 }
