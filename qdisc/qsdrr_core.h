@@ -42,8 +42,9 @@
  * (epoch - base), each queue's average times 2^(epoch - base), base an epoch common to all queues;
  * comparing thr is comparing averages. When epoch reaches base + 16 every bucket's thr is shifted right
  * by epoch - base (rounded down; 0 past 63) and base := epoch (rescales): thr stays below 2^63 while
- * a queue is served less than 2^48 bytes in 16 half-lives. The rescale touches every bucket, once per
- * 16 half-lives at most, and rebuilds the heap over the active queues (O(buckets)). A bucket keeps its
+ * a queue is served less than 2^48 bytes in 16 half-lives. The rescale shifts the active queues at
+ * once and an idle bucket when it next becomes active (the same value: two shifts rounded down are
+ * one), and rebuilds the heap: O(active queues), once per 16 half-lives at most. A bucket keeps its
  * throughput while it is empty (the paper's value belongs to the DRR queue); a reset forgets it.
  * Why steps of one half-life and not a weight w per packet: an exact integer value whose order is
  * kept by a common scale needs each decay step to divide by a power of two; the time constant is set
@@ -51,7 +52,7 @@
  * longer than its largest buffers' delay, half a second, so that a flow's throughput "remembers"
  * events "much longer in the past than the queue time constant", Section 5).
  *
- * Cost: O(log active queues) per packet, apart from the TDRR rescale. Heap 0 is a binary max-heap of
+ * Cost: O(log active queues) per packet, apart from the TDRR rescale (O(active queues)). Heap 0 is a binary max-heap of
  * the active queues by the policy's victim key (length for drr and qsdrr, thr for tdrr); qsdrr also
  * keeps heap 1, a min-heap by length: "Q is shorter than all other non-empty queues" holds iff Q is
  * the root of heap 1 and both of the root's children are longer (the root's children are the shortest
@@ -82,7 +83,8 @@ enum { QSDRR_HEAP_VICTIM, QSDRR_HEAP_SHORTEST };
 
 struct qsdrr_bucket {
 	struct sk_buff_head fifo;	/* the queue's packets, oldest first */
-	u64 thr;			/* tdrr: throughput times 2^(epoch - base), see above */
+	u64 thr;			/* tdrr: throughput times 2^(epoch - thr_base), see above */
+	u64 thr_base;			/* tdrr: the epoch thr is scaled from (the core's base when active) */
 	u32 deficit;			/* DRR deficit, bytes */
 	u32 next, prev;			/* neighbours in the round (circular) while active */
 	u32 pos[2];			/* index in each heap while active */
@@ -208,6 +210,15 @@ static inline void qsdrr_resift(struct qsdrr_core *q, u32 bucket)
 		qsdrr_sift(q, h, q->tab[bucket].pos[h]);
 }
 
+/* Brings a bucket's thr to the core's base; shifting by a then b is shifting by a + b, exactly. */
+static inline void qsdrr_rebase(struct qsdrr_core *q, struct qsdrr_bucket *b)
+{
+	u64 shift = q->base - b->thr_base;
+
+	b->thr = shift > 63 ? 0 : b->thr >> shift;
+	b->thr_base = q->base;
+}
+
 /* A queue got its first packet: it joins the round's tail (deficit 0) and the heaps. */
 static inline void qsdrr_activate(struct qsdrr_core *q, u32 bucket)
 {
@@ -224,6 +235,7 @@ static inline void qsdrr_activate(struct qsdrr_core *q, u32 bucket)
 		q->tab[first->prev].next = bucket;
 		first->prev = bucket;
 	}
+	qsdrr_rebase(q, b);
 	for (h = 0; h < qsdrr_heaps(q); h++) {
 		qsdrr_place(q, h, i, bucket);
 		qsdrr_sift(q, h, i);
@@ -364,15 +376,18 @@ static inline struct sk_buff *qsdrr_core_peek(struct qsdrr_core *q)
 	return q->active ? skb_peek(&q->tab[qsdrr_advance(q)].fifo) : NULL;
 }
 
-/* Every bucket's thr scaled from epoch to a later base, and heap 0 rebuilt (tdrr). */
+/*
+ * Moves the common scale to a later epoch (tdrr). Only the active queues are compared, so only they
+ * are rebased now, O(active); an idle bucket is rebased when it becomes active again, to the same
+ * value. Heap 0 is rebuilt.
+ */
 static inline void qsdrr_rescale(struct qsdrr_core *q, u64 epoch)
 {
-	u64 shift = epoch - q->base;
 	u32 i;
 
-	for (i = 0; i < q->buckets; i++)
-		q->tab[i].thr = shift > 63 ? 0 : q->tab[i].thr >> shift;
 	q->base = epoch;
+	for (i = 0; i < q->active; i++)
+		qsdrr_rebase(q, &q->tab[q->heap[QSDRR_HEAP_VICTIM][i]]);
 	/* rounding down may tie keys that were ordered: rebuild (Floyd, O(active)) */
 	for (i = q->active / 2; i-- > 0;)
 		qsdrr_sift_down(q, QSDRR_HEAP_VICTIM, i);
@@ -439,8 +454,10 @@ static inline void qsdrr_core_forget(struct qsdrr_core *q)
 {
 	u32 i;
 
-	for (i = 0; i < q->buckets; i++)
+	for (i = 0; i < q->buckets; i++) {
 		q->tab[i].thr = 0;
+		q->tab[i].thr_base = 0;
+	}
 	q->base = 0;
 }
 

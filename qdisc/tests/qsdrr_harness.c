@@ -73,7 +73,13 @@ void h_reset(void)
 u32 h_qlen(void) { return qsdrr_core_qlen(&core); }
 u32 h_flows(void) { return core.active; }
 int h_q(void) { return core.q == QSDRR_NONE ? -1 : (int)core.q; }
-u64 h_thr(u32 bucket) { return tab[bucket].thr; }
+/* a bucket's throughput at the core's scale (an idle bucket is rebased lazily) */
+u64 h_thr(u32 bucket)
+{
+	u64 shift = core.base - tab[bucket].thr_base;
+
+	return shift > 63 ? 0 : tab[bucket].thr >> shift;
+}
 u32 h_deficit(u32 bucket) { return tab[bucket].deficit; }
 void h_counters(u64 out[10])
 {
@@ -122,5 +128,8 @@ int h_check(void)
 			return 7;
 	if (core.q != QSDRR_NONE && skb_queue_empty(&tab[core.q].fifo))
 		return 8;
+	for (i = 0; i < core.active; i++)
+		if (tab[core.heap[0][i]].thr_base != core.base)
+			return 10;
 	return total == core.qlen ? 0 : 9;
 }
