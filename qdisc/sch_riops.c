@@ -255,14 +255,15 @@ static int riops_parse(struct nlattr *opt, struct nlattr **tb, struct riops_opts
 	return 0;
 }
 
-/* @fresh at init; at a change, lt (or fixed) given anew restarts L_t at lt */
-static void riops_apply(struct riops_sched_data *q, const struct riops_opts *o, bool fresh)
+/* @fresh at init; @restart_lt: lt or fixed was given, L_t restarts at lt */
+static void riops_apply(struct riops_sched_data *q, const struct riops_opts *o, bool fresh,
+			bool restart_lt)
 {
 	struct riops_core *c = &q->core;
 	u64 tc = (u64)o->tc * NSEC_PER_USEC;
 	int i;
 
-	if (fresh || o->lt != q->opts.lt || o->fixed != q->opts.fixed)
+	if (fresh || restart_lt)
 		c->lt = o->lt;
 	/* a new T_c counts from now; an unchanged one keeps its phase */
 	if (fresh || o->tc != q->opts.tc)
@@ -299,7 +300,7 @@ static int riops_change(struct Qdisc *sch, struct nlattr *opt, struct netlink_ex
 		return err;
 
 	sch_tree_lock(sch);
-	riops_apply(q, &o, false);
+	riops_apply(q, &o, false, tb[TCA_RIOPS_LT] || tb[TCA_RIOPS_FIXED]);
 	while ((skb = riops_core_trim_one(&q->core)))
 		favorlab_drop_trimmed(sch, skb, &dropped_pkts, &dropped_bytes);
 	qdisc_tree_reduce_backlog(sch, dropped_pkts, dropped_bytes);
@@ -336,7 +337,7 @@ static int riops_init(struct Qdisc *sch, struct nlattr *opt, struct netlink_ext_
 		return -ENOMEM;
 	}
 	riops_core_init(&q->core, tab, buckets, o.limit, ktime_get_ns());
-	riops_apply(q, &o, true);
+	riops_apply(q, &o, true, true);
 	get_random_bytes(&q->perturbation, sizeof(q->perturbation));
 	return 0;
 }
