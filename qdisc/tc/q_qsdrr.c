@@ -54,101 +54,107 @@ static long parse_halflife(const char *arg)
 	return (long)(v + 0.5);
 }
 
-/* The value after option *argv, once; prints why not and returns NULL. */
-static const char *option_value(int *argc, char ***argv, unsigned int *seen, unsigned int bit)
-{
-	const char *name = **argv;
+/* The options that take a count: tc name, attribute, range, power of two only, what it counts. */
+static const struct count_option {
+	const char *name;
+	int attr;
+	unsigned int min, max;
+	bool pow2;
+	const char *what;
+} counts[] = {
+	{ "limit", TCA_QSDRR_LIMIT, 1, QSDRR_MAX_LIMIT, false, "a number of packets" },
+	{ "buckets", TCA_QSDRR_BUCKETS, 1, QSDRR_MAX_BUCKETS, true, "a power of two" },
+	{ "quantum", TCA_QSDRR_QUANTUM, QSDRR_MIN_QUANTUM, QSDRR_MAX_QUANTUM, false, "bytes" },
+};
 
-	if (*seen & bit) {
-		fprintf(stderr, "qsdrr: \"%s\" is given twice: keep one\n", name);
-		return NULL;
+/* VALUE of option @name into *out; 0, or -1 after saying what the option needs */
+static int parse_value(const char *name, const char *v, unsigned int *out)
+{
+	unsigned int i;
+	long us;
+
+	for (i = 0; i < sizeof(counts) / sizeof(counts[0]); i++) {
+		const struct count_option *c = &counts[i];
+
+		if (strcmp(name, c->name) != 0)
+			continue;
+		if (get_unsigned(out, v, 0) || *out < c->min || *out > c->max ||
+		    (c->pow2 && (*out & (*out - 1)))) {
+			fprintf(stderr, "qsdrr: \"%s\" needs %s, %u to %u\n", name, c->what, c->min, c->max);
+			return -1;
+		}
+		return 0;
 	}
-	*seen |= bit;
-	if (--*argc == 0) {
-		fprintf(stderr, "qsdrr: \"%s\" needs a value (see \"tc qdisc add qsdrr help\")\n", name);
-		return NULL;
+	if (strcmp(name, "policy") == 0) {
+		for (*out = 0; *out <= QSDRR_POLICY_MAX; (*out)++)
+			if (strcmp(v, policy_names[*out]) == 0)
+				return 0;
+		fprintf(stderr, "qsdrr: \"policy\" is qsdrr, tdrr or drr, not \"%s\"\n", v);
+		return -1;
 	}
-	return *++*argv;
+	us = parse_halflife(v);
+	if (us < 0) {
+		fprintf(stderr, "qsdrr: \"tdrr_halflife\" needs a time from 1ms to 60s, e.g. 500ms\n");
+		return -1;
+	}
+	*out = (unsigned int)us;
+	return 0;
+}
+
+/* the attribute of option @name, or 0 for an unknown option */
+static int option_attr(const char *name)
+{
+	unsigned int i;
+
+	for (i = 0; i < sizeof(counts) / sizeof(counts[0]); i++)
+		if (strcmp(name, counts[i].name) == 0)
+			return counts[i].attr;
+	if (strcmp(name, "policy") == 0)
+		return TCA_QSDRR_POLICY;
+	if (strcmp(name, "tdrr_halflife") == 0)
+		return TCA_QSDRR_HALFLIFE;
+	return 0;
 }
 
 static int qsdrr_parse_opt(struct qdisc_util *qu, int argc, char **argv, struct nlmsghdr *n,
 			   const char *dev)
 {
-	unsigned int limit = 0, buckets = 0, quantum = 0, policy = 0, halflife = 0, seen = 0;
+	unsigned int val[TCA_QSDRR_MAX + 1] = {};
+	bool seen[TCA_QSDRR_MAX + 1] = {};
 	struct rtattr *tail;
-	const char *v;
-	long us;
+	int attr;
 
 	(void)qu; (void)dev;
-	while (argc > 0) {
-		if (strcmp(*argv, "limit") == 0) {
-			if (!(v = option_value(&argc, &argv, &seen, 1)))
-				return -1;
-			if (get_unsigned(&limit, v, 0) || limit == 0 || limit > QSDRR_MAX_LIMIT) {
-				fprintf(stderr, "qsdrr: \"limit\" needs a number of packets, 1 to %u\n",
-					QSDRR_MAX_LIMIT);
-				return -1;
-			}
-		} else if (strcmp(*argv, "buckets") == 0) {
-			if (!(v = option_value(&argc, &argv, &seen, 2)))
-				return -1;
-			if (get_unsigned(&buckets, v, 0) || buckets == 0 || buckets > QSDRR_MAX_BUCKETS ||
-			    (buckets & (buckets - 1))) {
-				fprintf(stderr, "qsdrr: \"buckets\" needs a power of two, 1 to %u\n",
-					QSDRR_MAX_BUCKETS);
-				return -1;
-			}
-		} else if (strcmp(*argv, "quantum") == 0) {
-			if (!(v = option_value(&argc, &argv, &seen, 4)))
-				return -1;
-			if (get_unsigned(&quantum, v, 0) || quantum < QSDRR_MIN_QUANTUM ||
-			    quantum > QSDRR_MAX_QUANTUM) {
-				fprintf(stderr, "qsdrr: \"quantum\" needs bytes, %u to %u\n",
-					QSDRR_MIN_QUANTUM, QSDRR_MAX_QUANTUM);
-				return -1;
-			}
-		} else if (strcmp(*argv, "policy") == 0) {
-			if (!(v = option_value(&argc, &argv, &seen, 8)))
-				return -1;
-			for (policy = 0; policy <= QSDRR_POLICY_MAX; policy++)
-				if (strcmp(v, policy_names[policy]) == 0)
-					break;
-			if (policy > QSDRR_POLICY_MAX) {
-				fprintf(stderr, "qsdrr: \"policy\" is qsdrr, tdrr or drr, not \"%s\"\n", v);
-				return -1;
-			}
-		} else if (strcmp(*argv, "tdrr_halflife") == 0) {
-			if (!(v = option_value(&argc, &argv, &seen, 16)))
-				return -1;
-			us = parse_halflife(v);
-			if (us < 0) {
-				fprintf(stderr, "qsdrr: \"tdrr_halflife\" needs a time from 1ms to 60s, e.g. 500ms\n");
-				return -1;
-			}
-			halflife = (unsigned int)us;
-		} else if (strcmp(*argv, "help") == 0) {
+	for (; argc > 0; argc--, argv++) {
+		if (strcmp(*argv, "help") == 0) {
 			explain();
 			return -1;
-		} else {
+		}
+		attr = option_attr(*argv);
+		if (!attr) {
 			fprintf(stderr, "qsdrr: unknown option \"%s\"\n", *argv);
 			explain();
 			return -1;
 		}
+		if (seen[attr]) {
+			fprintf(stderr, "qsdrr: \"%s\" is given twice: keep one\n", *argv);
+			return -1;
+		}
+		if (argc == 1) {
+			fprintf(stderr, "qsdrr: \"%s\" needs a value (see \"tc qdisc add qsdrr help\")\n", *argv);
+			return -1;
+		}
+		if (parse_value(argv[0], argv[1], &val[attr]))
+			return -1;
+		seen[attr] = true;
 		argc--;
 		argv++;
 	}
 
 	tail = addattr_nest(n, QSDRR_MAXLEN, TCA_OPTIONS);
-	if (seen & 1)
-		addattr_l(n, QSDRR_MAXLEN, TCA_QSDRR_LIMIT, &limit, sizeof(limit));
-	if (seen & 2)
-		addattr_l(n, QSDRR_MAXLEN, TCA_QSDRR_BUCKETS, &buckets, sizeof(buckets));
-	if (seen & 4)
-		addattr_l(n, QSDRR_MAXLEN, TCA_QSDRR_QUANTUM, &quantum, sizeof(quantum));
-	if (seen & 8)
-		addattr_l(n, QSDRR_MAXLEN, TCA_QSDRR_POLICY, &policy, sizeof(policy));
-	if (seen & 16)
-		addattr_l(n, QSDRR_MAXLEN, TCA_QSDRR_HALFLIFE, &halflife, sizeof(halflife));
+	for (attr = 1; attr <= TCA_QSDRR_MAX; attr++)
+		if (seen[attr])
+			addattr_l(n, QSDRR_MAXLEN, attr, &val[attr], sizeof(val[attr]));
 	addattr_nest_end(n, tail);
 	return 0;
 }
