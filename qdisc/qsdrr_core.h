@@ -40,9 +40,9 @@
  * steps. Every queue's value decays by the same factor at the same instants, so the order of the
  * queues does not change with time, only when one is served: the core keeps thr = sum of len <<
  * (epoch - base), each queue's average times 2^(epoch - base), base an epoch common to all queues;
- * comparing thr is comparing averages. When epoch reaches base + 16 every bucket's thr is shifted right
- * by epoch - base (rounded down; 0 past 63) and base := epoch (rescales): thr stays below 2^63 while
- * a queue is served less than 2^48 bytes in 16 half-lives. The rescale shifts the active queues at
+ * comparing thr is comparing averages. When epoch reaches base + 16, base := epoch and every bucket's
+ * thr is shifted right by the difference (rounded down; 0 past 63; rescales): thr stays below 2^63
+ * while a queue is served less than 2^48 bytes in 16 half-lives. The rescale shifts the active queues at
  * once and an idle bucket when it next becomes active (the same value: two shifts rounded down are
  * one), and rebuilds the heap: O(active queues), once per 16 half-lives at most. A bucket keeps its
  * throughput while it is empty (the paper's value belongs to the DRR queue); a reset forgets it.
@@ -52,12 +52,14 @@
  * longer than its largest buffers' delay, half a second, so that a flow's throughput "remembers"
  * events "much longer in the past than the queue time constant", Section 5).
  *
- * Cost: O(log active queues) per packet, apart from the TDRR rescale (O(active queues)). Heap 0 is a binary max-heap of
- * the active queues by the policy's victim key (length for drr and qsdrr, thr for tdrr); qsdrr also
- * keeps heap 1, a min-heap by length: "Q is shorter than all other non-empty queues" holds iff Q is
- * the root of heap 1 and both of the root's children are longer (the root's children are the shortest
- * of the others). The heaps are written here rather than taken from las_core.h: its heaps are tied to
- * LAS's bucket and keys, and lib/'s differ between the kernels favorlab builds for.
+ * Cost: O(log active queues) per packet, apart from the TDRR rescale (O(active queues)). Heap 0 is a
+ * binary max-heap of the active queues by the policy's victim key (length for drr and qsdrr, thr for
+ * tdrr); qsdrr also keeps heap 1, a min-heap by length: "Q is shorter than all other non-empty queues"
+ * holds iff Q is the root of heap 1 and both of the root's children are longer (the root's children
+ * are the shortest of the others). The heaps are written here rather than taken from las_core.h,
+ * whose heaps are tied to LAS's bucket and keys; lib/'s differ between the kernels favorlab builds for.
+ * DRR's dequeue may pass over queues whose front packet exceeds their deficit: about (largest packet /
+ * quantum) rounds at most.
  */
 #ifndef _QSDRR_CORE_H
 #define _QSDRR_CORE_H
