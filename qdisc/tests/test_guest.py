@@ -267,6 +267,95 @@ def test_rmmod_under_traffic_and_dmesg_clean(guest):
     assert not bad, "\n".join(bad)
 
 
+# ---------------------------------------------------------------- parents beyond htb (issue 15)
+
+def _leaf(parent):
+    return ["parent", parent, "handle", "10:", "favor"]
+
+
+def _htb_then(*child):
+    """htb rate 1mbit as the root (it makes the queue), `child` as its class's qdisc (handle 2:)."""
+    return [["qdisc", "add", "dev", "{dev}", "root", "handle", "1:", "htb", "default", "1"],
+            ["class", "add", "dev", "{dev}", "parent", "1:", "classid", "1:1", "htb", "rate", "1mbit", "burst", "3k"],
+            ["qdisc", "add", "dev", "{dev}", "parent", "1:1", "handle", "2:", *child]]
+
+
+MATCHALL = ["filter", "add", "dev", "{dev}", "parent", "2:", "protocol", "all", "matchall", "classid", "2:1"]
+PARENTS = {
+    "tbf": [["qdisc", "add", "dev", "{dev}", "root", "handle", "1:", "tbf", "rate", "1mbit", "burst", "5kb",
+             "latency", "300ms"],
+            ["qdisc", "add", "dev", "{dev}", *_leaf("1:1"), "limit", "2"]],
+    "hfsc": [["qdisc", "add", "dev", "{dev}", "root", "handle", "1:", "hfsc", "default", "1"],
+             ["class", "add", "dev", "{dev}", "parent", "1:", "classid", "1:1", "hfsc", "sc", "rate", "1mbit",
+              "ul", "rate", "1mbit"],
+             ["qdisc", "add", "dev", "{dev}", *_leaf("1:1"), "limit", "2"]],
+    # three levels: htb -> drr / qfq / ets -> favor
+    "htb-drr": _htb_then("drr") + [["class", "add", "dev", "{dev}", "parent", "2:", "classid", "2:1", "drr"], MATCHALL,
+                                   ["qdisc", "add", "dev", "{dev}", *_leaf("2:1"), "limit", "2"]],
+    "htb-qfq": _htb_then("qfq") + [["class", "add", "dev", "{dev}", "parent", "2:", "classid", "2:1", "qfq", "weight",
+                                    "10"], MATCHALL,
+                                   ["qdisc", "add", "dev", "{dev}", *_leaf("2:1"), "limit", "2"]],
+    "htb-ets": _htb_then("ets", "bands", "2", "quanta", "1514", "1514", "priomap", *["0"] * 16) +
+               [["qdisc", "add", "dev", "{dev}", *_leaf("2:1"), "limit", "2"]],
+}
+
+
+def parents_run(guest, spec):
+    p = guest.run(f"unshare -n python3 {GUEST_QDISC}/tests/guest/parents.py --spec {shlex.quote(json.dumps(spec))}",
+                  timeout=180)
+    return json.loads(p.stdout)
+
+
+def assert_dmesg_clean(guest):
+    dmesg = guest.run("dmesg").stdout
+    bad = [l for l in dmesg.splitlines() if re.search(r"WARNING|BUG|Oops|Call Trace|general protection|underflow", l)]
+    assert not bad, "\n".join(bad)
+
+
+@pytest.mark.parametrize("name", [*PARENTS, "tbf-change-limit"])
+def test_favor_under_other_parents_keeps_every_count(guest, name):
+    """favor at limit 2 (the least that holds a standard packet to push out) as a leaf under tbf, hfsc, and
+    htb -> drr / qfq / ets (three levels), flooded with new flows beside a heavy one (push-outs on most
+    arrivals), and under tbf with its limit changed between 1 and 20 under the flood: once drained, every qdisc of the tree is empty (the parents were told of each
+    push-out and trim: qdisc_tree_reduce_backlog), what favor admitted is what it sent plus what it dropped
+    after admitting it, the root sent what favor sent and counted favor's drops, and the kernel logged no
+    warning."""
+    spec = {"tc": PARENTS["tbf" if name == "tbf-change-limit" else name], "flows": 200, "seconds": 3}
+    if name == "tbf-change-limit":
+        spec.update(change_limit=[1, 20], leaf=_leaf("1:1"))
+    res = parents_run(guest, spec)
+    qs = res["qdiscs"]
+    assert res["drained"], qs
+    leaf = next(q for q in qs if q["kind"] == "favor")
+    root = next(q for q in qs if q.get("root"))
+    assert leaf["favored"] > 0 and leaf["standard"] > 0 and leaf["pushouts"] > 0, leaf
+    if name == "tbf-change-limit":
+        assert leaf["drop_limit"] > 0, leaf
+    assert leaf["favored"] + leaf["standard"] == leaf["packets"] + leaf["pushouts"] + leaf["drop_limit"], leaf
+    assert leaf["drops"] == leaf["pushouts"] + leaf["drop_favored"] + leaf["drop_standard"] + leaf["drop_limit"], leaf
+    assert root["packets"] == leaf["packets"], (root, leaf)
+    assert root["drops"] == leaf["drops"], (root, leaf)
+    for q in qs:
+        assert q["qlen"] == 0 and q["backlog"] == 0, q
+    assert_dmesg_clean(guest)
+
+
+def test_favor_per_queue_under_mq(guest):
+    """An mq root on a 4-queue veth with favor on every queue: traffic goes through, mq's totals are its
+    children's (mq sums them at dump), nothing is left queued, and the kernel logged no warning."""
+    tc = [["qdisc", "add", "dev", "{dev}", "root", "handle", "1:", "mq"]]
+    tc += [["qdisc", "add", "dev", "{dev}", *_leaf(f"1:{i}")[:2], "favor", "limit", "20"] for i in range(1, 5)]
+    res = parents_run(guest, {"device": "mq", "tc": tc, "flows": 200, "seconds": 3})
+    qs = res["qdiscs"]
+    assert res["drained"], qs
+    mq = next(q for q in qs if q["kind"] == "mq")
+    leaves = [q for q in qs if q["kind"] == "favor"]
+    assert len(leaves) == 4
+    assert sum(q["packets"] for q in leaves) == mq["packets"] > 0, qs
+    assert sum(q["favored"] + q["standard"] for q in leaves) >= mq["packets"]
+    assert_dmesg_clean(guest)
+
+
 # ---------------------------------------------------------------- sch_run2c
 
 RUN2C_VERDICT_KEYS = ["high", "low", "pushouts", "drop_high", "drop_low", "drop_limit", "syns", "unknown_flow",
@@ -513,3 +602,169 @@ def test_las_carries_tcp_traffic_with_its_config_entry(guest):
     assert 8.0 <= r["received_mbps"] <= 10.5
     assert q["enqueued"] > 2000 and q["flow_resets"] >= 5          # ~3300 packets in 4 s; 5 connections
     assert q["drops"] == q["pushouts"] + q["drop_arrival"] and q["drops"] > 0
+
+
+# ---------------------------------------------------------------- sch_riops
+
+RIOPS_COUNTERS = ["enqueued_short", "enqueued_long", "drop_limit", "drop_trim", "early_short", "early_long",
+                  "marked_short", "marked_long", "forced_short", "forced_long"]
+
+
+def test_riops_installed_options_and_bad_options(guest):
+    assert guest.run("modinfo -F version sch_riops").stdout.strip() == dkms_version()
+    assert guest.run("test -f /usr/local/lib/favorlab/tc/q_riops.so && test -f /usr/local/share/man/man8/tc-riops.8",
+                     check=False).returncode == 0
+    guest.run("ip netns del qt 2>/dev/null; ip netns add qt && ip -n qt link add d0 type dummy")
+    try:
+        guest.run(ns(f"{TC} qdisc add dev d0 root riops limit 100 bandwidth 100mbit"))
+        q = json.loads(guest.run(ns(f"{TC} -s -j qdisc show dev d0")).stdout)[0]
+        o = q["options"]
+        assert q["kind"] == "riops"
+        # the paper's Table III and Section IV.A defaults
+        assert (o["limit"], o["buckets"], o["lt"], o["fixed"], o["slr"], o["ecn"]) == (100, 1024, 20, False, 3, True), o
+        assert (o["tu_us"], o["tc_us"], o["bandwidth"]) == (1000000, 10000000, 12500000), o
+        assert (o["smin"], o["smax"], o["spmax"], o["lmin"], o["lmax"], o["lpmax"]) == (0.15, 0.35, 0.05, 0.15, 0.5, 0.1), o
+        assert all(q[k] == 0 for k in RIOPS_COUNTERS)
+        guest.run(ns(f"{TC} qdisc change dev d0 root riops limit 50 lt 5 fixed"))
+        o = json.loads(guest.run(ns(f"{TC} -j qdisc show dev d0")).stdout)[0]["options"]
+        assert (o["limit"], o["lt"], o["fixed"]) == (50, 5, True), o
+        for args, msg in [("smin 0.5 smax 0.4", "min threshold must be below its max threshold"),
+                          ("buckets 128", "buckets is set at creation only")]:
+            p = guest.run(ns(f"{TC} qdisc change dev d0 root riops {args}"), check=False)
+            assert p.returncode != 0 and msg in p.stderr, (args, p.stderr)
+        for args, msg in [("limit 0", '"limit" needs a number of packets'), ("tc 10us", "a time of at least 1ms"),
+                          ("lt 3 lt 4", '"lt" given twice')]:
+            p = guest.run(ns(f"{TC} qdisc change dev d0 root riops {args}"), check=False)
+            assert p.returncode != 0 and msg in p.stderr, (args, p.stderr)
+    finally:
+        guest.run("ip netns del qt", check=False)
+
+
+def test_riops_crafted_flow_is_short_for_its_first_lt_packets_and_never_reordered(guest):
+    """One flow of 30 datagrams into riops limit 25 with a fixed L_t of 20 (the primer, its own flow, is Short
+    and leaves first): the flow's first 20 packets are Short and the next 5 Long, the last 5 meet the full
+    queue; the averages (w_q 1/512) stay far below min_th = 0.15 * 25, so nothing is dropped early; one FIFO, so
+    they leave in arrival order."""
+    spec = {"qdisc": "riops", "qdisc_args": ["lt", 20, "fixed", "buckets", 65536], "limit": 25,
+            "packets": [udp(i, 1, 200) for i in range(1, 31)]}
+    res = crafted_in_order(guest, spec, list(range(1, 26)))
+    q = res["qdisc"]
+    assert (q["enqueued_short"], q["enqueued_long"], q["drop_limit"]) == (21, 5, 5), q
+    assert all(q[k] == 0 for k in ["early_short", "early_long", "marked_short", "marked_long", "forced_short",
+                                   "forced_long", "drop_trim"]), q
+    assert q["flows_seen"] == 2 and q["drops"] == 5 and q["qlen"] == 0, q
+
+
+def test_riops_carries_tcp_traffic_with_its_config_entry(guest):
+    """config/aqms.yaml's riops entry under the dumbbell's htb with the Table 1 bottleneck (8 packets, 10 Mb/s):
+    four TCP streams share it at the bottleneck's rate, Long packets are counted once the streams pass L_t, and
+    what RIO dropped is in its statistics."""
+    from orchestrate import experiment
+    topo = {"bottleneck_mbps": 10, "buffer_pkts": 8, "reverse_buffer_pkts": 8, "access_mbps": 100, "mtu": 1500}
+    entry = dict(experiment.aqm_setup("riops", topo)["forward"], name="riops")
+    assert entry["args"] == ["limit", "8", "bandwidth", "10mbit"]
+    out = guest.run(f"python3 /opt/favorlab/testbed/tests/aqm_probe.py /opt/favorlab {shlex.quote(json.dumps([entry]))}",
+                    timeout=180)
+    r = json.loads(out.stdout.strip().splitlines()[-1])["riops"]
+    assert r["error"] is None, r["error"]
+    q = [x for x in r["qdisc"] if x.get("kind") == "riops"][0]
+    print(f"riops: {r['received_mbps']:.2f} Mb/s, " + ", ".join(f"{k} {q[k]}" for k in RIOPS_COUNTERS + ["lt_now"]))
+    assert 8.0 <= r["received_mbps"] <= 10.5
+    assert q["enqueued_short"] > 0 and q["enqueued_long"] > q["enqueued_short"]
+    assert q["drops"] > 0 and q["drops"] == q["drop_limit"] + q["early_short"] + q["early_long"] + \
+        q["forced_short"] + q["forced_long"] + q["drop_trim"]
+
+
+# ---------------------------------------------------------------- sch_qsdrr
+
+QSDRR_COUNTERS = ["enqueued", "front_drops", "drop_own", "drop_limit", "new_flows", "q_set", "q_reselect", "q_kept"]
+
+
+def test_qsdrr_installed_options_and_bad_options(guest):
+    assert guest.run("modinfo -F version sch_qsdrr").stdout.strip() == dkms_version()
+    assert guest.run("test -f /usr/local/lib/favorlab/tc/q_qsdrr.so && test -f /usr/local/share/man/man8/tc-qsdrr.8",
+                     check=False).returncode == 0
+    guest.run("ip netns del qt 2>/dev/null; ip netns add qt && ip -n qt link add d0 type dummy")
+    try:
+        guest.run(ns(f"{TC} qdisc add dev d0 root qsdrr limit 20 buckets 64"))
+        q = json.loads(guest.run(ns(f"{TC} -s -j qdisc show dev d0")).stdout)[0]
+        assert q["kind"] == "qsdrr" and q["options"] == {"policy": "qsdrr", "limit": 20, "buckets": 64, "quantum": 1514,
+                                                         "tdrr_halflife_us": 1000000}, q["options"]
+        assert all(q[k] == 0 for k in QSDRR_COUNTERS + ["flows"])
+        guest.run(ns(f"{TC} qdisc change dev d0 root qsdrr limit 5 quantum 3000"))
+        o = json.loads(guest.run(ns(f"{TC} -j qdisc show dev d0")).stdout)[0]["options"]
+        assert (o["limit"], o["quantum"]) == (5, 3000)
+        for args, msg in [("buckets 128", "buckets is set at creation only"), ("policy drr", "policy is set at creation only"),
+                          ("tdrr_halflife 2s", "tdrr_halflife is set at creation only"),
+                          ("limit 0", '"limit" needs a number of packets'), ("quantum 100", '"quantum" needs bytes'),
+                          ("policy foo", '"policy" is qsdrr, tdrr or drr'), ("limit 3 limit 4", "is given twice")]:
+            p = guest.run(ns(f"{TC} qdisc change dev d0 root qsdrr {args}"), check=False)
+            assert p.returncode != 0 and msg in p.stderr, (args, p.stderr)
+        guest.run(ns(f"{TC} qdisc del dev d0 root && {TC} qdisc add dev d0 root qsdrr policy tdrr tdrr_halflife 500ms"))
+        o = json.loads(guest.run(ns(f"{TC} -j qdisc show dev d0")).stdout)[0]["options"]
+        assert (o["policy"], o["tdrr_halflife_us"]) == ("tdrr", 500000), o
+    finally:
+        guest.run("ip netns del qt", check=False)
+
+
+def expected_qsdrr(spec):
+    """Departure order and counters by test_qsdrr_core's model (from the paper), each flow its own bucket, each
+    packet its frame's length, the dummy device's quantum (its MTU + 14); the primer is served first."""
+    from qdisc.tests.test_qsdrr_core import POLICIES, Model as QsdrrModel
+    m = QsdrrModel(spec["limit"], POLICIES[dict(zip(spec["qdisc_args"][::2], spec["qdisc_args"][1::2]))["policy"]],
+                   quantum=1514)
+    m.enqueue("primer", 10**6, ETH_IP_UDP + 300)
+    m.dequeue()
+    for pid, kind, flow, extra in spec["packets"]:
+        m.enqueue(pid, flow, ETH_IP_UDP + extra["len"])
+    order = []
+    while (p := m.dequeue()) is not None:
+        order.append(p)
+    return order, m.c
+
+
+def qsdrr_spec(policy, limit, packets):
+    return {"qdisc": "qsdrr", "qdisc_args": ["policy", policy, "buckets", 1048576], "limit": limit, "packets": packets}
+
+
+# Sequences where no choice of the policy is a tie (the kernel's bucket numbers, its tie-break, are random)
+HAND_QSDRR = {
+    # Q is set to flow 1 (the longest), kept while it is not the shortest, and undefined once it empties
+    "qsdrr": qsdrr_spec("qsdrr", 6, [udp(i, 1, 200) for i in range(1, 6)] + [udp(6, 2, 200), udp(7, 3, 200),
+                        udp(8, 3, 200), udp(9, 4, 200), udp(10, 3, 200), udp(11, 5, 200), udp(12, 6, 1000)]),
+    # the longest queue loses its front each time
+    "drr": qsdrr_spec("drr", 6, [udp(i, 1, 300) for i in range(1, 6)] + [udp(6, 2, 300), udp(7, 3, 300),
+                      udp(8, 2, 300), udp(9, 4, 1400)]),
+}
+
+
+@pytest.mark.parametrize("name", list(HAND_QSDRR))
+def test_qsdrr_crafted_packets_follow_the_model(guest, name):
+    spec = HAND_QSDRR[name]
+    order, counters = expected_qsdrr(spec)
+    res = crafted_in_order(guest, spec, order)
+    q = res["qdisc"]
+    want = {k: counters[k] for k in QSDRR_COUNTERS}
+    assert {k: q[k] for k in QSDRR_COUNTERS} == want, f"xstats; spec {spec}"
+    assert q["drops"] == counters["front_drops"] + counters["drop_limit"]
+    assert q["front_drops"] > 0 and q["qlen"] == 0 and q["backlog"] == 0 and q["flows"] == 0
+
+
+@pytest.mark.parametrize("aqm", ["qsdrr", "tdrr"])
+def test_qsdrr_carries_tcp_traffic_with_its_config_entry(guest, aqm):
+    """config/aqms.yaml's qsdrr and tdrr entries under the dumbbell's htb with the Table 1 bottleneck (8 packets,
+    10 Mb/s): four TCP streams share it at the bottleneck's rate, and the front drops are in its statistics."""
+    from orchestrate import experiment
+    topo = {"bottleneck_mbps": 10, "buffer_pkts": 8, "reverse_buffer_pkts": 8, "access_mbps": 100, "mtu": 1500}
+    entry = dict(experiment.aqm_setup(aqm, topo)["forward"], name=aqm)
+    assert entry["args"] == ["limit", "8", "policy", aqm]
+    out = guest.run(f"python3 /opt/favorlab/testbed/tests/aqm_probe.py /opt/favorlab {shlex.quote(json.dumps([entry]))}",
+                    timeout=180)
+    r = json.loads(out.stdout.strip().splitlines()[-1])[aqm]
+    assert r["error"] is None, r["error"]
+    q = [x for x in r["qdisc"] if x.get("kind") == "qsdrr"][0]
+    print(f"{aqm}: {r['received_mbps']:.2f} Mb/s, " + ", ".join(f"{k} {q[k]}" for k in QSDRR_COUNTERS + ["rescales"]))
+    assert 8.0 <= r["received_mbps"] <= 10.5
+    assert q["front_drops"] > 0 and q["drops"] == q["front_drops"] + q["drop_limit"]
+    if aqm == "qsdrr":
+        assert q["q_set"] > 0 and q["q_kept"] > 0

@@ -356,10 +356,11 @@ def test_persistent_flows_start_late_and_all_report(guest, tmp_path):
     assert (run_dir / "flows" / "client-a1.csv").is_file()
 
 
-# AQMs whose traffic test is elsewhere: favorlab's qdiscs (sch_favor, sch_run2c, sch_las) in the qdisc package's guest suite
+# AQMs whose traffic test is elsewhere: favorlab's qdiscs (sch_favor, sch_run2c, sch_las, sch_riops, sch_qsdrr) in the qdisc
+# package's guest suite
 # (qdisc/tests/test_guest.py)
 # and the smoke pipeline, the P4 programs' on BMv2 (p4/tests)
-AQMS_TESTED_ELSEWHERE = {"favor", "favourtail", "run2c", "las", "p4-favorqueue", "p4-droptail"}
+AQMS_TESTED_ELSEWHERE = {"favor", "favourtail", "run2c", "las", "riops", "qsdrr", "tdrr", "p4-favorqueue", "p4-droptail"}
 
 
 def _linux_aqms() -> dict:
