@@ -573,10 +573,16 @@ def scenario(spec):
     aqm, tcp, topo = spec.get("aqm", {}), spec.get("tcp", {}), spec.get("topology", {})
     forward = aqm.get("forward", {}) if isinstance(aqm, dict) else {}
     sizes = spec.get("sizes", {})
+    chain = topo.get("kind") == "chain"
+    if chain:       # the builder's defaults where run.json leaves them out (a config that did not set them)
+        from topologies.chain import DEFAULTS as CHAIN
     return dict(topology=topo.get("kind") or spec.get("scenario", ""), bottleneck_mbps=topo.get("bottleneck_mbps", ""),
                 buffer_pkts=topo.get("buffer_pkts", ""), iw=tcp.get("iw", ""), profile=tcp.get("profile", ""),
                 cc=tcp.get("congestion_control", ""), size_dist=sizes.get("distribution", ""),
-                size_mean_pkts=sizes.get("mean_pkts", ""), dataplane="p4" if forward.get("kind") == "p4" else "kernel")
+                size_mean_pkts=sizes.get("mean_pkts", ""), dataplane="p4" if forward.get("kind") == "p4" else "kernel",
+                # the chain's length and where its AQM sits: two chain sections differing only there must not pool
+                hops=topo.get("hops", CHAIN["hops"]) if chain else "",
+                aqm_hops="+".join(str(k) for k in topo.get("aqm_hops", CHAIN["aqm_hops"])) if chain else "")
 
 
 def run_row(spec, fid, flows, nst, rundir, window, fav_unaligned, bneck):
@@ -591,7 +597,7 @@ def run_row(spec, fid, flows, nst, rundir, window, fav_unaligned, bneck):
                iw=sc["iw"], profile=sc["profile"], replication=spec.get("replication", ""),
                seed=spec.get("seed", ""), bottleneck_mbps=sc["bottleneck_mbps"], buffer_pkts=sc["buffer_pkts"],
                dataplane=sc["dataplane"], cc=sc["cc"], size_dist=sc["size_dist"], size_mean_pkts=sc["size_mean_pkts"],
-               topology=sc["topology"],
+               topology=sc["topology"], hops=sc["hops"], aqm_hops=sc["aqm_hops"],
                valid=int(bool(fid.get("valid"))), invalid_reasons="; ".join(fid.get("reasons", [])),
                flows_total=len(flows), flows_complete=sum(f["complete"] for f in flows),
                flows_in_metrics=len(m), flows_unmatched=sum(1 for f in flows if f["flow_id"] == ""))

@@ -109,11 +109,13 @@ def provenance(runs, tables):
         return ", ".join(v) if v else "not recorded"
     mans = [r["manifest"] for r in runs]
     scen = [" ".join(str(t.get(k, "")) for k in ("topology", "bottleneck_mbps", "buffer_pkts", "iw", "profile", "cc",
-                                                 "size_dist", "size_mean_pkts", "dataplane")) for t in tables]
+                                                 "size_dist", "size_mean_pkts", "dataplane", "hops", "aqm_hops")).strip()
+            for t in tables]
     facts = [("favorlab commit of the runs", distinct(c for r in runs for c in r.get("commits", []))),
              ("favorlab commit of this report", favorlab_commit()),
              ("config", distinct(t.get("config_name") for t in tables) + " (config/<name>.yaml)"),
-             ("scenarios (topology, Mb/s, buffer, IW, profile, cc, sizes, mean, dataplane)", distinct(scen)),
+             ("scenarios (topology, Mb/s, buffer, IW, profile, cc, sizes, mean, dataplane; a chain's hops and AQM hops)",
+              distinct(scen)),
              ("AQMs", distinct(r["aqm"] for r in runs)), ("loads", distinct(r["load"] for r in runs)),
              ("guest kernel", distinct(m.get("kernel") for m in mans)),
              ("sch_favor", distinct(m.get("module_version") for m in mans)),

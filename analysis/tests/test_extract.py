@@ -222,10 +222,18 @@ def test_run_csv_carries_the_scenario_columns(tables, tmp_path):
             "tcp": {"profile": "linux", "iw": 10, "congestion_control": "cubic"},
             "sizes": {"distribution": "pareto", "mean_pkts": 12.5}}
     assert ex.scenario(spec) == dict(topology="parking-lot", bottleneck_mbps=2.5, buffer_pkts=60, iw=10, profile="linux",
-                                     cc="cubic", size_dist="pareto", size_mean_pkts=12.5, dataplane="p4")
+                                     cc="cubic", size_dist="pareto", size_mean_pkts=12.5, dataplane="p4", hops="",
+                                     aqm_hops="")
     # AQM, load and replication are not part of it
     other = dict(spec, aqm={"name": "p4-droptail", "forward": {"kind": "p4"}}, load=0.1, replication=0)
     assert ex.scenario(other) == ex.scenario(spec)
+    # the chain: its length and the AQM's hops are (two sections differing only there must not pool), with the
+    # builder's defaults where run.json leaves them out
+    chain = dict(spec, scenario="chain", topology={"kind": "chain", "bottleneck_mbps": 10, "buffer_pkts": 8},
+                 aqm={"name": "favor", "forward": {"kind": "favor"}})
+    assert (ex.scenario(chain)["hops"], ex.scenario(chain)["aqm_hops"]) == (5, "1")
+    both = dict(chain, topology=dict(chain["topology"], hops=3, aqm_hops=[1, 3]))
+    assert (ex.scenario(both)["hops"], ex.scenario(both)["aqm_hops"]) == (3, "1+3")
 
 
 def test_favored_data_packets_counted_by_pairing_trace_with_bneck_in(tmp_path):

@@ -183,3 +183,15 @@ test_that("F26 leaves out a replication whose FaQ run is invalid, for DropTail t
   expect_match(c17(chain_tables(reps = 0:1, valid = function(a, r) !(a == "favor" && r == 1)))$note,
                "replications left out: replication 1: no valid FaQ run", fixed = TRUE)
 })
+
+test_that("a chain's length and AQM hops are part of its scenario key, so chains differing there never pool", {
+  d <- data.table(scenario = "chain", topology = "chain", bottleneck_mbps = "10", buffer_pkts = "8", iw = "2",
+                  profile = "paper", cc = "reno", size_dist = "pareto", size_mean_pkts = "30", dataplane = "kernel",
+                  hops = c("5", "5", "3"), aqm_hops = c("1", "1+3", "1"))
+  k <- scenario_key(d)
+  expect_equal(k[1], "chain 10Mb/s buf8 IW2 paper/reno pareto-mean30 kernel 5hops AQM@hop1")
+  expect_equal(uniqueN(k), 3)
+  # the dumbbell's are empty: its key is unchanged
+  expect_equal(scenario_key(d[1][, `:=`(scenario = "dumbbell", topology = "dumbbell", hops = "", aqm_hops = "")]),
+               "dumbbell 10Mb/s buf8 IW2 paper/reno pareto-mean30 kernel")
+})
