@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
- * bench_fifo.h - what the userspace core benchmarks share (riops_core_bench.c; core_bench.c and
- * las_core_bench.c hold copies of it): the clock, a free list of preallocated packets, and the
+ * bench_fifo.h - what the userspace core benchmarks (core_bench.c, las_core_bench.c,
+ * riops_core_bench.c, qsdrr_core_bench.c) share: the clock, a free list of preallocated packets, the
  * baseline every core is measured against, a plain FIFO doing one dequeue and one enqueue per packet
  * on the shim's lists (pfifo's work), and the best-of-5 comparison. Include it after the harness (the
  * shim's sk_buff).
@@ -51,6 +51,13 @@ static struct sk_buff *bench_pool(long n)
 	return pool;
 }
 
+/* frees a run's pool (its core purged) and returns ns per packet: @t seconds for @n packets */
+static double bench_done(struct sk_buff *pool, double t, long n)
+{
+	free(pool);
+	return t * 1e9 / n;
+}
+
 /* ns per packet of a FIFO held at @limit packets */
 static double bench_fifo(u32 limit, long n)
 {
@@ -68,23 +75,23 @@ static double bench_fifo(u32 limit, long n)
 		if (skb_queue_len(&q) < limit)
 			__skb_queue_tail(&q, skb);
 	}
-	t = bench_now() - t;
-	free(pool);
-	return t * 1e9 / n;
+	return bench_done(pool, bench_now() - t, n);
 }
 
 /*
- * The fastest of 5 alternate runs of the FIFO and of @core_run(limit, flows, load, n), a core's
- * benchmark (ns per packet): the host is shared, the fastest run is the least disturbed.
+ * The fastest of 5 alternate runs of a FIFO and of @core_run(limit, flows, load, n), a core's
+ * benchmark (ns per packet): the host is shared, the fastest run is the least disturbed. The FIFO is
+ * @fifo_run(limit, load, n) when a core's loads need their own baseline, bench_fifo() when NULL.
  */
-static void bench_best_of_5(double (*core_run)(u32 limit, u32 flows, int load, long n), u32 limit,
-			    u32 flows, int load, long n, double *fifo, double *core_ns)
+static void bench_best_of_5(double (*core_run)(u32 limit, u32 flows, int load, long n),
+			    double (*fifo_run)(u32 limit, int load, long n), u32 limit, u32 flows,
+			    int load, long n, double *fifo, double *core_ns)
 {
 	int r;
 
 	*fifo = *core_ns = 1e9;
 	for (r = 0; r < 5; r++) {
-		double x = bench_fifo(limit, n);
+		double x = fifo_run ? fifo_run(limit, load, n) : bench_fifo(limit, n);
 		double y = core_run(limit, flows, load, n);
 
 		*fifo = x < *fifo ? x : *fifo;

@@ -7,69 +7,40 @@
  * kernel. Build and run: qdisc/bench/core_bench.sh
  */
 #include <stdio.h>
-#include <time.h>
 #include "../tests/core_harness.c"
+#include "bench_fifo.h"
 
-static double now(void)
+#define BENCH_BUCKETS (1u << 16)
+
+static void arrive(long i, u32 flows)
 {
-	struct timespec t;
+	struct sk_buff *skb = bench_get(0), *v;
 
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return t.tv_sec + t.tv_nsec * 1e-9;
+	if (favor_core_enqueue(&core, skb, (u32)(i % flows) * 2654435761u % BENCH_BUCKETS, &v) >
+	    FAVOR_VERDICT_STANDARD)
+		bench_put(skb);
+	bench_put(v);
 }
 
-static double bench_favor(u32 limit, u32 flows, long n)
+/* one dequeue, then one arrival, the queue held at limit (a single load: @load is not read) */
+static double bench_favor(u32 limit, u32 flows, int load, long n)
 {
-	u32 buckets = 1 << 16;
-	struct sk_buff *pool = calloc(limit + 2, sizeof(*pool)), *free_list = NULL, *skb, *v;
+	struct sk_buff *pool = bench_pool(limit + 2);
 	long i;
 	double t;
 
-	h_init(limit, 0, buckets);
-	for (i = 0; i < limit + 2; i++) {
-		pool[i].next = free_list;
-		free_list = &pool[i];
-	}
-	for (i = 0; i < limit; i++) {
-		skb = free_list; free_list = skb->next;
-		favor_core_enqueue(&core, skb, (u32)(i % flows) * 2654435761u % buckets, &v);
-	}
-	t = now();
-	for (i = limit; i < n + limit; i++) {
-		skb = favor_core_dequeue(&core);
-		skb->next = free_list; free_list = skb;
-		skb = free_list; free_list = skb->next;
-		if (favor_core_enqueue(&core, skb, (u32)(i % flows) * 2654435761u % buckets, &v) > FAVOR_VERDICT_STANDARD) {
-			skb->next = free_list; free_list = skb;
-		}
-		if (v) { v->next = free_list; free_list = v; }
-	}
-	t = now() - t;
-	while ((skb = favor_core_dequeue(&core)))
-		;
-	free(pool);
-	return t * 1e9 / n;
-}
-
-static double bench_fifo(u32 limit, long n)
-{
-	struct sk_buff_head q;
-	struct sk_buff *pool = calloc(limit + 1, sizeof(*pool)), *skb;
-	long i;
-	double t;
-
-	__skb_queue_head_init(&q);
+	h_init(limit, 0, BENCH_BUCKETS);
 	for (i = 0; i < limit; i++)
-		__skb_queue_tail(&q, &pool[i]);
-	t = now();
-	for (i = 0; i < n; i++) {
-		skb = __skb_dequeue(&q);
-		if (skb_queue_len(&q) < limit)
-			__skb_queue_tail(&q, skb);
+		arrive(i, flows);
+	t = bench_now();
+	for (i = limit; i < n + limit; i++) {
+		bench_put(favor_core_dequeue(&core));
+		arrive(i, flows);
 	}
-	t = now() - t;
-	free(pool);
-	return t * 1e9 / n;
+	t = bench_now() - t;
+	while (favor_core_dequeue(&core))
+		;
+	return bench_done(pool, t, n);
 }
 
 int main(void)
@@ -81,16 +52,9 @@ int main(void)
 	printf("| limit | flows | fifo ns/pkt | favor core ns/pkt | ratio |\n|---:|---:|---:|---:|---:|\n");
 	for (i = 0; i < 4; i++)
 		for (j = 0; j < 3; j++) {
-			double f = 1e9, c = 1e9;
-			int r;
+			double f, c;
 
-			for (r = 0; r < 5; r++) {	/* best of 5: the host is shared */
-				double x = bench_fifo(limits[i], n), y = bench_favor(limits[i], nflows[j], n);
-
-				f = x < f ? x : f;
-				c = y < c ? y : c;
-			}
-
+			bench_best_of_5(bench_favor, NULL, limits[i], nflows[j], 0, n, &f, &c);
 			printf("| %u | %u | %.1f | %.1f | %.2f |\n", limits[i], nflows[j], f, c, c / f);
 		}
 	return 0;

@@ -16,153 +16,107 @@
  * qdisc/bench/qsdrr_core_bench.sh
  */
 #include <stdio.h>
-#include <time.h>
 #include "../tests/qsdrr_harness.c"
+#include "bench_fifo.h"
 
 #define BENCH_BUCKETS	(1u << 16)
 #define TICK_NS		1200
 #define HALFLIFE_NS	1000000
 
 static const unsigned int lengths[] = { 64, 576, 1000, 1500 };
-
-static double seconds(void)
-{
-	struct timespec t;
-
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
-}
-
-/* Packets come from and return to a stack of `limit + 2` preallocated buffers: no malloc timed. */
-struct pool {
-	struct sk_buff *mem, **free;
-	u32 top;
-};
-
-static void pool_init(struct pool *p, u32 n)
-{
-	u32 i;
-
-	p->mem = calloc(n, sizeof(*p->mem));
-	p->free = calloc(n, sizeof(*p->free));
-	for (i = 0; i < n; i++)
-		p->free[i] = &p->mem[i];
-	p->top = n;
-}
-
-static struct sk_buff *pool_get(struct pool *p, long i)
-{
-	struct sk_buff *skb = p->free[--p->top];
-
-	skb->len = lengths[i & 3];
-	return skb;
-}
-
-static void pool_put(struct pool *p, struct sk_buff *skb)
-{
-	if (skb)
-		p->free[p->top++] = skb;
-}
-
-static void pool_done(struct pool *p)
-{
-	free(p->mem);
-	free(p->free);
-}
+static u32 policy;	/* the policy run_core() benchmarks */
 
 /* one arrival of packet number i: flows take turns, each in its own (scattered) bucket */
-static void arrival(struct pool *p, long i, u32 flows)
+static void arrival(long i, u32 flows)
 {
 	u32 bucket = (u32)(i % flows) * 2654435761u % BENCH_BUCKETS;
 
-	pool_put(p, qsdrr_core_enqueue(&core, pool_get(p, i), bucket));
+	bench_put(qsdrr_core_enqueue(&core, bench_get(lengths[i & 3]), bucket));
 }
 
-static double run_core(u32 policy, u32 limit, u32 flows, int backlogged, long n)
+static double run_core(u32 limit, u32 flows, int backlogged, long n)
 {
-	struct pool p;
+	struct sk_buff *pool = bench_pool(limit + 2);
 	u64 clock = 0;
-	double t0, t1;
+	double t;
 	long i;
 
-	pool_init(&p, limit + 2);
 	h_init(limit, BENCH_BUCKETS, 1514, policy, HALFLIFE_NS);
 	for (i = 0; i < (long)limit; i++)
-		arrival(&p, i, flows);
-	t0 = seconds();
+		arrival(i, flows);
+	t = bench_now();
 	for (; i < n + limit; i++) {
 		clock += TICK_NS;
 		if (backlogged)
-			arrival(&p, i + n, flows);
-		pool_put(&p, qsdrr_core_dequeue(&core, clock));
-		arrival(&p, i, flows);
+			arrival(i + n, flows);
+		bench_put(qsdrr_core_dequeue(&core, clock));
+		arrival(i, flows);
 	}
-	t1 = seconds();
+	t = bench_now() - t;
 	while (qsdrr_core_purge_one(&core))
 		;
-	pool_done(&p);
-	return (t1 - t0) * 1e9 / (double)n;
+	return bench_done(pool, t, n);
 }
 
-/* pfifo: the same arrival and departure per packet on one list, the tail dropped when full */
-static void fifo_arrival(struct sk_buff_head *fifo, struct pool *p, long i, u32 limit)
+/*
+ * pfifo: the same arrivals and departure per packet on one list, the tail dropped when full (its own
+ * baseline: bench_fifo() has no arrival to a full queue)
+ */
+static void fifo_arrival(struct sk_buff_head *fifo, long i, u32 limit)
 {
-	struct sk_buff *skb = pool_get(p, i);
+	struct sk_buff *skb = bench_get(lengths[i & 3]);
 
 	if (skb_queue_len(fifo) >= limit)
-		pool_put(p, skb);
+		bench_put(skb);
 	else
 		__skb_queue_tail(fifo, skb);
 }
 
 static double run_fifo(u32 limit, int backlogged, long n)
 {
+	struct sk_buff *pool = bench_pool(limit + 2);
 	struct sk_buff_head fifo;
-	struct pool p;
-	double t0, t1;
+	double t;
 	long i;
 
-	pool_init(&p, limit + 2);
 	__skb_queue_head_init(&fifo);
 	for (i = 0; i < (long)limit; i++)
-		fifo_arrival(&fifo, &p, i, limit);
-	t0 = seconds();
+		fifo_arrival(&fifo, i, limit);
+	t = bench_now();
 	for (; i < n + limit; i++) {
 		if (backlogged)
-			fifo_arrival(&fifo, &p, i, limit);
-		pool_put(&p, __skb_dequeue(&fifo));
-		fifo_arrival(&fifo, &p, i, limit);
+			fifo_arrival(&fifo, i, limit);
+		bench_put(__skb_dequeue(&fifo));
+		fifo_arrival(&fifo, i, limit);
 	}
-	t1 = seconds();
-	pool_done(&p);
-	return (t1 - t0) * 1e9 / (double)n;
+	t = bench_now() - t;
+	return bench_done(pool, t, n);
 }
 
 /* one rescale with `active` queues of the given table size, in microseconds (best of 5) */
 static double run_rescale(u32 buckets, u32 active)
 {
+	struct sk_buff *pool = bench_pool(active + 1);
 	double best = 1e30;
-	struct pool p;
 	int r;
 	u32 i;
 
-	pool_init(&p, active + 1);
 	for (r = 0; r < 5; r++) {
 		double t0;
 
 		h_init(active, buckets, 1514, QSDRR_POLICY_TDRR, HALFLIFE_NS);
 		for (i = 0; i < active; i++)
-			qsdrr_core_enqueue(&core, pool_get(&p, i), i * (buckets / active));
+			qsdrr_core_enqueue(&core, bench_get(lengths[i & 3]), i * (buckets / active));
 		for (i = 0; i < buckets; i++)
 			tab[i].thr = (u64)i * 40503u << 14;
-		t0 = seconds();
+		t0 = bench_now();
 		qsdrr_rescale(&core, core.base + QSDRR_RESCALE_EPOCHS);
-		t0 = seconds() - t0;
+		t0 = bench_now() - t0;
 		best = t0 < best ? t0 : best;
 		while (core.active)
-			pool_put(&p, qsdrr_core_purge_one(&core));
+			bench_put(qsdrr_core_purge_one(&core));
 	}
-	pool_done(&p);
+	free(pool);
 	return best * 1e6;
 }
 
@@ -180,16 +134,10 @@ int main(void)
 		for (pol = 0; pol < 3; pol++)
 			for (i = 0; i < 3; i++)
 				for (j = 0; j < 3; j++) {
-					double f = 1e30, c = 1e30;
-					int r;
+					double f, c;
 
-					for (r = 0; r < 5; r++) {	/* best of 5: the host is shared */
-						double x = run_fifo(limits[i], b, n);
-						double y = run_core(pol, limits[i], nflows[j], b, n);
-
-						f = x < f ? x : f;
-						c = y < c ? y : c;
-					}
+					policy = pol;
+					bench_best_of_5(run_core, run_fifo, limits[i], nflows[j], b, n, &f, &c);
 					printf("| %s | %s | %u | %u | %.1f | %.1f | %.2f |\n",
 					       b ? "backlogged" : "through", names[pol], limits[i], nflows[j],
 					       f, c, c / f);

@@ -63,8 +63,7 @@ static double bench_riops(u32 limit, u32 flows, int congested, long n)
 	t = bench_now() - t;
 	while ((skb = riops_core_purge_one(&core)))
 		;
-	free(pool);
-	return t * 1e9 / n;
+	return bench_done(pool, t, n);
 }
 
 int main(void)
@@ -81,7 +80,7 @@ int main(void)
 				double f, c, drops;
 				u64 arrivals;
 
-				bench_best_of_5(bench_riops, limits[i], nflows[j], b, n, &f, &c);
+				bench_best_of_5(bench_riops, NULL, limits[i], nflows[j], b, n, &f, &c);
 				arrivals = core.c.enqueued[0] + core.c.enqueued[1] + core.c.early[0] +
 					   core.c.early[1] + core.c.forced[0] + core.c.forced[1] + core.c.drop_limit;
 				drops = arrivals ? 100.0 * (arrivals - core.c.enqueued[0] - core.c.enqueued[1]) /
