@@ -1,103 +1,52 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * Userspace micro-benchmark of the LAS queueing core (las_core.h, through the same shim as the tests):
- * ns per packet with arrivals cycling over `flows` flows of 1000-byte packets, against a plain FIFO
- * doing the same list operations (pfifo's work). Two loads:
- *   through:    the queue held at limit - 1 after each dequeue, so every arrival is queued;
- *   backlogged: the queue full at `limit` before each arrival, so arrivals are dropped or push out.
+ * ns per arrival with arrivals cycling over `flows` flows of 1000-byte packets, against a plain FIFO
+ * doing one dequeue and one enqueue per packet (pfifo's work) in the same run. Two loads:
+ *   through:    a dequeue, then an arrival: the queue is at limit - 1 at every arrival, which is queued;
+ *   backlogged: an arrival to the full queue, no dequeue: every arrival is dropped or pushes a packet
+ *               out, as in bench.py's backlogged mode (htb drains the queue far slower than pktgen fills
+ *               it). A departure would leave room for the next arrival, so a load with departures
+ *               cannot send every arrival down the full-queue branch. With no service the flows' p
+ *               even out and the arrival loses (drop_arrival); the table prints both shares.
  * It excludes the kernel wrapper (flow dissection, hashing, stats). Per-packet work is O(log F), F the
  * flows with packets queued (at most min(flows, limit)). Build and run: qdisc/bench/las_core_bench.sh
  */
 #include <stdio.h>
-#include <time.h>
 #include "../tests/las_harness.c"
+#include "bench_fifo.h"
 
 #define BENCH_BUCKETS (1u << 16)
-
-static double now(void)
-{
-	struct timespec t;
-
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return t.tv_sec + t.tv_nsec * 1e-9;
-}
-
-static struct sk_buff *free_list;
-
-static struct sk_buff *get(void)
-{
-	struct sk_buff *skb = free_list;
-
-	free_list = skb->next;
-	skb->len = 1000;
-	return skb;
-}
-
-static void put(struct sk_buff *skb)
-{
-	if (skb) {
-		skb->next = free_list;
-		free_list = skb;
-	}
-}
 
 static void arrive(long i, u32 flows)
 {
 	u32 f = (u32)(i % flows), bucket = f * 2654435761u % BENCH_BUCKETS;
-	struct sk_buff *skb = get(), *v;
+	struct sk_buff *skb = bench_get(1000), *v;
 
 	if (las_core_enqueue(&core, skb, bucket, f + 1, &v) == LAS_VERDICT_DROP_ARRIVAL)
-		put(skb);
-	put(v);
+		bench_put(skb);
+	bench_put(v);
 }
 
-/* backlogged: arrive at a full queue, then dequeue one; through: dequeue one, then arrive */
 static double bench_las(u32 limit, u32 flows, int backlogged, long n)
 {
-	struct sk_buff *pool = calloc(limit + 2, sizeof(*pool)), *skb;
+	struct sk_buff *pool = bench_pool(limit + 2), *skb;
 	long i;
 	double t;
 
 	h_init(limit, BENCH_BUCKETS);
-	free_list = NULL;
-	for (i = 0; i < limit + 2; i++)
-		put(&pool[i]);
 	for (i = 0; i < limit; i++)
 		arrive(i, flows);
-	t = now();
+	t = bench_now();
 	for (i = limit; i < n + limit; i++) {
-		if (backlogged)
-			arrive(i, flows);
-		put(las_core_dequeue(&core));
 		if (!backlogged)
-			arrive(i, flows);
+			bench_put(las_core_dequeue(&core));
+		arrive(i, flows);
 	}
-	t = now() - t;
+	t = bench_now() - t;
 	while ((skb = las_core_purge_one(&core)))
 		;
-	free(pool);
-	return t * 1e9 / n;
-}
-
-static double bench_fifo(u32 limit, long n)
-{
-	struct sk_buff_head q;
-	struct sk_buff *pool = calloc(limit + 1, sizeof(*pool)), *skb;
-	long i;
-	double t;
-
-	__skb_queue_head_init(&q);
-	for (i = 0; i < limit; i++)
-		__skb_queue_tail(&q, &pool[i]);
-	t = now();
-	for (i = 0; i < n; i++) {
-		skb = __skb_dequeue(&q);
-		if (skb_queue_len(&q) < limit)
-			__skb_queue_tail(&q, skb);
-	}
-	t = now() - t;
-	free(pool);
-	return t * 1e9 / n;
+	return bench_done(pool, t, n);
 }
 
 int main(void)
@@ -106,23 +55,18 @@ int main(void)
 	long n = 2000000;
 	unsigned i, j, b;
 
-	printf("| load | limit | flows | fifo ns/pkt | las core ns/pkt | ratio |\n"
-	       "|---|---:|---:|---:|---:|---:|\n");
+	printf("| load | limit | flows | fifo ns/pkt | las core ns/arrival | ratio | arrivals dropped %% |"
+	       " push-outs per arrival %% |\n|---|---:|---:|---:|---:|---:|---:|---:|\n");
 	for (b = 0; b < 2; b++)
 		for (i = 0; i < 3; i++)
 			for (j = 0; j < 3; j++) {
-				double f = 1e9, c = 1e9;
-				int r;
+				double f, c;
 
-				for (r = 0; r < 5; r++) {	/* best of 5: the host is shared */
-					double x = bench_fifo(limits[i], n);
-					double y = bench_las(limits[i], nflows[j], b, n);
-
-					f = x < f ? x : f;
-					c = y < c ? y : c;
-				}
-				printf("| %s | %u | %u | %.1f | %.1f | %.2f |\n", b ? "backlogged" : "through",
-				       limits[i], nflows[j], f, c, c / f);
+				/* the counters are the last run's: the fill before the clock drops nothing */
+				bench_best_of_5(bench_las, NULL, limits[i], nflows[j], b, n, &f, &c);
+				printf("| %s | %u | %u | %.1f | %.1f | %.2f | %.1f | %.1f |\n",
+				       b ? "backlogged" : "through", limits[i], nflows[j], f, c, c / f,
+				       100.0 * core.c.drop_arrival / n, 100.0 * core.c.pushouts / n);
 			}
 	return 0;
 }
