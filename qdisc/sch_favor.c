@@ -110,14 +110,8 @@ static int favor_enqueue(struct sk_buff *skb, struct Qdisc *sch, struct sk_buff 
 static struct sk_buff *favor_dequeue(struct Qdisc *sch)
 {
 	struct favor_sched_data *q = qdisc_priv(sch);
-	struct sk_buff *skb = favor_core_dequeue(&q->core);
 
-	if (!skb)
-		return NULL;
-	sch->q.qlen--;
-	qdisc_qstats_backlog_dec(sch, skb);
-	qdisc_bstats_update(sch, skb);
-	return skb;
+	return favorlab_dequeued(sch, favor_core_dequeue(&q->core));
 }
 
 /*
@@ -135,12 +129,9 @@ static struct sk_buff *favor_peek(struct Qdisc *sch)
 static void favor_reset(struct Qdisc *sch)
 {
 	struct favor_sched_data *q = qdisc_priv(sch);
-	struct sk_buff *skb;
 
-	while ((skb = favor_core_dequeue(&q->core)))
-		rtnl_kfree_skbs(skb, skb);
-	sch->q.qlen = 0;
-	sch->qstats.backlog = 0;
+	while (favorlab_purged(sch, favor_core_dequeue(&q->core)))
+		;
 }
 
 /* Checks every option before anything changes; the caller applies them. */
@@ -327,22 +318,7 @@ static struct Qdisc_ops favor_qdisc_ops __read_mostly = {
 	.dump_stats	= favor_dump_stats,
 	.owner		= THIS_MODULE,
 };
-#ifdef MODULE_ALIAS_NET_SCH
-MODULE_ALIAS_NET_SCH("favor");
-#endif
-
-static int __init favor_module_init(void)
-{
-	return register_qdisc(&favor_qdisc_ops);
-}
-
-static void __exit favor_module_exit(void)
-{
-	unregister_qdisc(&favor_qdisc_ops);
-}
-
-module_init(favor_module_init);
-module_exit(favor_module_exit);
+favorlab_qdisc_module(favor_qdisc_ops, "favor");
 MODULE_AUTHOR("favorlab");
 MODULE_DESCRIPTION("FavorQueue / FavourTail: favor the first queued packet of each flow");
 MODULE_LICENSE("GPL");

@@ -1,13 +1,15 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
- * sch_favorlab.h - the Qdisc-side bookkeeping every favorlab qdisc does the same way when its
- * queueing core hands back a packet it removed (a push-out victim, a front drop, or a packet
- * trimmed after the limit shrank). Kernel only: the queueing cores stay free of struct Qdisc so
- * that they compile in the userspace harnesses too.
+ * sch_favorlab.h - the Qdisc-side code every favorlab qdisc runs the same way around its queueing
+ * core: the bookkeeping of a packet the core hands back (dequeued, removed by a push-out or a front
+ * drop, trimmed after the limit shrank, purged by a reset) and the module's init and exit. Kernel
+ * only: the queueing cores stay free of struct Qdisc so that they compile in the userspace harnesses
+ * too.
  */
 #ifndef _FAVORLAB_SCH_FAVORLAB_H
 #define _FAVORLAB_SCH_FAVORLAB_H
 
+#include <linux/device/driver.h>
 #include <linux/skbuff.h>
 #include <net/pkt_sched.h>
 #include <net/sch_generic.h>
@@ -42,5 +44,56 @@ static inline void favorlab_drop_trimmed(struct Qdisc *sch, struct sk_buff *skb,
 	qdisc_qstats_drop(sch);
 	rtnl_kfree_skbs(skb, skb);
 }
+
+/*
+ * Account for @skb, the packet the core dequeued (NULL: nothing queued), and return it: what
+ * qdisc_dequeue_head() does around __qdisc_dequeue_head() for a qdisc whose packets sit on sch->q.
+ */
+static inline struct sk_buff *favorlab_dequeued(struct Qdisc *sch, struct sk_buff *skb)
+{
+	if (likely(skb)) {
+		sch->q.qlen--;
+		qdisc_qstats_backlog_dec(sch, skb);
+		qdisc_bstats_update(sch, skb);
+	}
+	return skb;
+}
+
+/*
+ * For reset(), called with the packets a core purges one at a time until it returns NULL:
+ *	while (favorlab_purged(sch, x_core_purge_one(&q->core)))
+ *		;
+ * frees @skb, counted neither as served nor as dropped, and returns true; NULL (the core is empty)
+ * zeroes the queue's length and backlog and returns false.
+ */
+static inline bool favorlab_purged(struct Qdisc *sch, struct sk_buff *skb)
+{
+	if (!skb) {
+		sch->q.qlen = 0;
+		sch->qstats.backlog = 0;
+		return false;
+	}
+	rtnl_kfree_skbs(skb, skb);
+	return true;
+}
+
+/*
+ * MODULE_ALIAS_NET_SCH names the alias request_module("net-sch-<id>") loads the module by (6.12's
+ * headers have it); 6.1 has neither and loads "sch_<id>", the module's file name.
+ */
+#ifdef MODULE_ALIAS_NET_SCH
+#define FAVORLAB_ALIAS_NET_SCH(id) MODULE_ALIAS_NET_SCH(id);
+#else
+#define FAVORLAB_ALIAS_NET_SCH(id)
+#endif
+
+/*
+ * The module of qdisc @ops with tc name @id: its alias, and an init and exit that only register and
+ * unregister @ops. Neither kernel favorlab builds for has a module_qdisc() helper: module_driver()
+ * writes the two functions (as module_platform_driver does), the same in 6.1 and 6.12.
+ */
+#define favorlab_qdisc_module(ops, id)					\
+	FAVORLAB_ALIAS_NET_SCH(id)					\
+	module_driver(ops, register_qdisc, unregister_qdisc)
 
 #endif /* _FAVORLAB_SCH_FAVORLAB_H */

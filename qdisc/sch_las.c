@@ -89,14 +89,8 @@ static int las_enqueue(struct sk_buff *skb, struct Qdisc *sch, struct sk_buff **
 static struct sk_buff *las_dequeue(struct Qdisc *sch)
 {
 	struct las_sched_data *q = qdisc_priv(sch);
-	struct sk_buff *skb = las_core_dequeue(&q->core);
 
-	if (!skb)
-		return NULL;
-	sch->q.qlen--;
-	qdisc_qstats_backlog_dec(sch, skb);
-	qdisc_bstats_update(sch, skb);
-	return skb;
+	return favorlab_dequeued(sch, las_core_dequeue(&q->core));
 }
 
 /*
@@ -115,13 +109,10 @@ static struct sk_buff *las_peek(struct Qdisc *sch)
 static void las_reset(struct Qdisc *sch)
 {
 	struct las_sched_data *q = qdisc_priv(sch);
-	struct sk_buff *skb;
 
-	while ((skb = las_core_purge_one(&q->core)))
-		rtnl_kfree_skbs(skb, skb);
+	while (favorlab_purged(sch, las_core_purge_one(&q->core)))
+		;
 	las_core_forget(&q->core);
-	sch->q.qlen = 0;
-	sch->qstats.backlog = 0;
 }
 
 /* Checks every option before anything changes; the caller applies them. */
@@ -282,22 +273,7 @@ static struct Qdisc_ops las_qdisc_ops __read_mostly = {
 	.dump_stats	= las_dump_stats,
 	.owner		= THIS_MODULE,
 };
-#ifdef MODULE_ALIAS_NET_SCH
-MODULE_ALIAS_NET_SCH("las");
-#endif
-
-static int __init las_module_init(void)
-{
-	return register_qdisc(&las_qdisc_ops);
-}
-
-static void __exit las_module_exit(void)
-{
-	unregister_qdisc(&las_qdisc_ops);
-}
-
-module_init(las_module_init);
-module_exit(las_module_exit);
+favorlab_qdisc_module(las_qdisc_ops, "las");
 MODULE_AUTHOR("favorlab");
 MODULE_DESCRIPTION("LAS: serve the flow with the least attained service");
 MODULE_LICENSE("GPL");

@@ -79,14 +79,8 @@ static struct sk_buff *qsdrr_dequeue(struct Qdisc *sch)
 {
 	struct qsdrr_sched_data *q = qdisc_priv(sch);
 	u64 now = q->core.policy == QSDRR_POLICY_TDRR ? ktime_get_ns() : 0;
-	struct sk_buff *skb = qsdrr_core_dequeue(&q->core, now);
 
-	if (!skb)
-		return NULL;
-	sch->q.qlen--;
-	qdisc_qstats_backlog_dec(sch, skb);
-	qdisc_bstats_update(sch, skb);
-	return skb;
+	return favorlab_dequeued(sch, qsdrr_core_dequeue(&q->core, now));
 }
 
 /*
@@ -105,13 +99,10 @@ static struct sk_buff *qsdrr_peek(struct Qdisc *sch)
 static void qsdrr_reset(struct Qdisc *sch)
 {
 	struct qsdrr_sched_data *q = qdisc_priv(sch);
-	struct sk_buff *skb;
 
-	while ((skb = qsdrr_core_purge_one(&q->core)))
-		rtnl_kfree_skbs(skb, skb);
+	while (favorlab_purged(sch, qsdrr_core_purge_one(&q->core)))
+		;
 	qsdrr_core_forget(&q->core);
-	sch->q.qlen = 0;
-	sch->qstats.backlog = 0;
 }
 
 /* Would a change set this creation-only attribute to another value than @now? */
@@ -325,22 +316,7 @@ static struct Qdisc_ops qsdrr_qdisc_ops __read_mostly = {
 	.dump_stats	= qsdrr_dump_stats,
 	.owner		= THIS_MODULE,
 };
-#ifdef MODULE_ALIAS_NET_SCH
-MODULE_ALIAS_NET_SCH("qsdrr");
-#endif
-
-static int __init qsdrr_module_init(void)
-{
-	return register_qdisc(&qsdrr_qdisc_ops);
-}
-
-static void __exit qsdrr_module_exit(void)
-{
-	unregister_qdisc(&qsdrr_qdisc_ops);
-}
-
-module_init(qsdrr_module_init);
-module_exit(qsdrr_module_exit);
+favorlab_qdisc_module(qsdrr_qdisc_ops, "qsdrr");
 MODULE_AUTHOR("favorlab");
 MODULE_DESCRIPTION("DRR with the TDRR and QSDRR discard policies (Kantawala and Turner)");
 MODULE_LICENSE("GPL");

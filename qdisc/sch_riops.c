@@ -155,15 +155,10 @@ static struct sk_buff *riops_dequeue(struct Qdisc *sch)
 	struct riops_sched_data *q = qdisc_priv(sch);
 	struct sk_buff *skb = riops_core_dequeue(&q->core);
 
-	if (!skb) {
-		/* the clock is read once per idle period, not per packet */
+	/* the clock is read once per idle period, not per packet */
+	if (!skb)
 		riops_core_start_idle(&q->core, ktime_get_ns());
-		return NULL;
-	}
-	sch->q.qlen--;
-	qdisc_qstats_backlog_dec(sch, skb);
-	qdisc_bstats_update(sch, skb);
-	return skb;
+	return favorlab_dequeued(sch, skb);
 }
 
 static struct sk_buff *riops_peek(struct Qdisc *sch)
@@ -177,16 +172,13 @@ static struct sk_buff *riops_peek(struct Qdisc *sch)
 static void riops_reset(struct Qdisc *sch)
 {
 	struct riops_sched_data *q = qdisc_priv(sch);
-	struct sk_buff *skb;
 
 	/* a failed init leaves no core: qdisc_create_dflt's qdisc_put() resets it all the same */
 	if (!q->core.tab)
 		return;
-	while ((skb = riops_core_purge_one(&q->core)))
-		rtnl_kfree_skbs(skb, skb);
+	while (favorlab_purged(sch, riops_core_purge_one(&q->core)))
+		;
 	riops_core_forget(&q->core);
-	sch->q.qlen = 0;
-	sch->qstats.backlog = 0;
 }
 
 /* a rejected option: its message (a literal, as NL_SET_ERR_MSG needs) and -EINVAL */
@@ -427,22 +419,7 @@ static struct Qdisc_ops riops_qdisc_ops __read_mostly = {
 	.dump_stats	= riops_dump_stats,
 	.owner		= THIS_MODULE,
 };
-#ifdef MODULE_ALIAS_NET_SCH
-MODULE_ALIAS_NET_SCH("riops");
-#endif
-
-static int __init riops_module_init(void)
-{
-	return register_qdisc(&riops_qdisc_ops);
-}
-
-static void __exit riops_module_exit(void)
-{
-	unregister_qdisc(&riops_qdisc_ops);
-}
-
-module_init(riops_module_init);
-module_exit(riops_module_exit);
+favorlab_qdisc_module(riops_qdisc_ops, "riops");
 MODULE_AUTHOR("favorlab");
 MODULE_DESCRIPTION("RIO-PS: the first packets of every flow In, RIO on one FIFO");
 MODULE_LICENSE("GPL");

@@ -102,14 +102,8 @@ static int run2c_enqueue(struct sk_buff *skb, struct Qdisc *sch, struct sk_buff 
 static struct sk_buff *run2c_dequeue(struct Qdisc *sch)
 {
 	struct run2c_sched_data *q = qdisc_priv(sch);
-	struct sk_buff *skb = favor_core_dequeue(&q->core.q);
 
-	if (!skb)
-		return NULL;
-	sch->q.qlen--;
-	qdisc_qstats_backlog_dec(sch, skb);
-	qdisc_bstats_update(sch, skb);
-	return skb;
+	return favorlab_dequeued(sch, favor_core_dequeue(&q->core.q));
 }
 
 /* A real peek (the packet stays queued), for the reason favor_peek gives. */
@@ -123,12 +117,9 @@ static struct sk_buff *run2c_peek(struct Qdisc *sch)
 static void run2c_reset(struct Qdisc *sch)
 {
 	struct run2c_sched_data *q = qdisc_priv(sch);
-	struct sk_buff *skb;
 
-	while ((skb = favor_core_dequeue(&q->core.q)))
-		rtnl_kfree_skbs(skb, skb);
-	sch->q.qlen = 0;
-	sch->qstats.backlog = 0;
+	while (favorlab_purged(sch, favor_core_dequeue(&q->core.q)))
+		;
 }
 
 static bool run2c_in(const struct nlattr *a, u32 lo, u32 hi)
@@ -321,22 +312,7 @@ static struct Qdisc_ops run2c_qdisc_ops __read_mostly = {
 	.dump_stats	= run2c_dump_stats,
 	.owner		= THIS_MODULE,
 };
-#ifdef MODULE_ALIAS_NET_SCH
-MODULE_ALIAS_NET_SCH("run2c");
-#endif
-
-static int __init run2c_module_init(void)
-{
-	return register_qdisc(&run2c_qdisc_ops);
-}
-
-static void __exit run2c_module_exit(void)
-{
-	unregister_qdisc(&run2c_qdisc_ops);
-}
-
-module_init(run2c_module_init);
-module_exit(run2c_module_exit);
+favorlab_qdisc_module(run2c_qdisc_ops, "run2c");
 MODULE_AUTHOR("favorlab");
 MODULE_DESCRIPTION("RuN2C: serve the first packets of every TCP flow first, with push-out");
 MODULE_LICENSE("GPL");
