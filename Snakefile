@@ -6,8 +6,10 @@
 # directories into tables, figures, the verdict table and the report.
 
 include: "workflow/rules/common.smk"
-include: "workflow/rules/schedule.smk"
-include: "workflow/rules/testbed.smk"
+# (`./favorlab analyse` runs the analysis alone on an existing results directory: no schedules, no runs)
+if not ANALYSE_RESULTS:
+    include: "workflow/rules/schedule.smk"
+    include: "workflow/rules/testbed.smk"
 include: "workflow/rules/analysis.smk"
 
 

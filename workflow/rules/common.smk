@@ -3,19 +3,28 @@ from pathlib import Path
 
 from orchestrate import experiment
 
-_sources = [str(p) for p in getattr(workflow, "overwrite_configfiles", [])] or ["config"]
-try:
-    # warnings (a pool above the machine's cores) once, from the main process, not from every job's
-    CFG = experiment.validate(dict(config), ", ".join(_sources),
-                             warn=None if workflow.is_main_process else (lambda _msg: None))
-except experiment.ConfigError as _e:
-    # Stop before any experiment starts; the message names the key and the fix.
-    sys.stderr.write(f"favorlab: invalid configuration\n{_e}\n")
-    sys.exit(2)
+# `./favorlab analyse` (orchestrate/bundle.py) runs the analysis rules alone on a results directory made
+# elsewhere (an unpacked bundle): `--config analyse_results=DIR` and no config file. Its finished run
+# directories are the inputs; the Snakefile then leaves out the schedule and testbed rules, so nothing
+# can start an experiment.
+ANALYSE_RESULTS = config.get("analyse_results")
+if ANALYSE_RESULTS:
+    RESULTS = str(ANALYSE_RESULTS)
+    RUNS = {d.name: None for d in sorted(Path(RESULTS, "runs").iterdir()) if (d / "DONE").is_file()}
+else:
+    _sources = [str(p) for p in getattr(workflow, "overwrite_configfiles", [])] or ["config"]
+    try:
+        # warnings (a pool above the machine's cores) once, from the main process, not from every job's
+        CFG = experiment.validate(dict(config), ", ".join(_sources),
+                                 warn=None if workflow.is_main_process else (lambda _msg: None))
+    except experiment.ConfigError as _e:
+        # Stop before any experiment starts; the message names the key and the fix.
+        sys.stderr.write(f"favorlab: invalid configuration\n{_e}\n")
+        sys.exit(2)
 
-NAME = CFG["name"]
-RESULTS = f"results/{NAME}"
-RUNS = {r.run_id: r for r in experiment.runs(CFG)}
+    NAME = CFG["name"]
+    RESULTS = f"results/{NAME}"
+    RUNS = {r.run_id: r for r in experiment.runs(CFG)}
 PY = sys.executable
 REPORT = f"{RESULTS}/report.html"
 
