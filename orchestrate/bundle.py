@@ -98,7 +98,8 @@ def contents(results: Path, pcaps: bool) -> tuple[list[str], list[tuple[Path, st
     for rid in done:
         src = results / "runs" / rid
         for rel in _files(src):
-            if pcaps or rel.parts[0] != PCAP_DIR:
+            # the run's captures, and its earlier attempts' (attempts/<n>/pcap/)
+            if pcaps or PCAP_DIR not in rel.parts[:-1]:
                 files.append((src / rel, f"runs/{rid}/{rel.as_posix()}"))
         tdir = results / "tables" / rid
         if tdir.is_dir():

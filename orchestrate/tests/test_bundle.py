@@ -44,6 +44,8 @@ def made(tmp_path_factory):
         (res / "runs" / cut).mkdir()
         (res / "runs" / cut / "run.json").write_text("{}")
     (res / "runs" / RUN_IDS[0] / ".snakemake_timestamp").write_text("")
+    # an earlier attempt kept in the run directory (contracts.md), with its own captures
+    shutil.copytree(res / "runs" / RUN_IDS[3], res / "runs" / RUN_IDS[3] / "attempts" / "1")
     return _config(root / f"{NAME}.yaml"), res
 
 
@@ -68,8 +70,9 @@ def test_bundle_holds_the_finished_runs_their_tables_and_the_config_with_checksu
             assert f"runs/{rid}/{f}" in rel
         for t in ["flows.csv", "run.csv", "persistent.csv", "packets.csv.gz"]:
             assert f"tables/{rid}/{t}" in rel
-    # incomplete runs never, pcaps only when asked, no Snakemake bookkeeping
+    # incomplete runs never, pcaps only when asked (an earlier attempt's neither), no Snakemake bookkeeping
     assert not any("rep2" in n or "rep3" in n or "/pcap/" in n or "snakemake" in n for n in rel)
+    assert f"runs/{RUN_IDS[3]}/attempts/1/fidelity.json" in rel
     with tarfile.open(out) as t:
         t.extractall(tmp_path / "x")
     top = tmp_path / "x" / NAME
@@ -92,6 +95,7 @@ def test_bundle_with_pcaps_holds_the_captures(made, tmp_path):
     rel = {n[len(NAME) + 1:] for n in _names(_bundle(made, tmp_path, pcaps=True))}
     for rid in RUN_IDS:
         assert f"runs/{rid}/pcap/bneck-in.pcap" in rel and f"runs/{rid}/pcap/sender-a1.pcap" in rel
+    assert f"runs/{RUN_IDS[3]}/attempts/1/pcap/bneck-in.pcap" in rel
 
 
 def test_bundle_of_a_config_without_finished_runs_is_an_error(made, tmp_path):
