@@ -57,6 +57,8 @@ struct favor_sched_data {
 };
 
 static const struct nla_policy favor_policy[TCA_FAVOR_MAX + 1] = {
+	/* strict from the first attribute: a wrong length or an unknown type is refused, not logged and taken */
+	[TCA_FAVOR_UNSPEC]	= { .strict_start_type = TCA_FAVOR_LIMIT },
 	[TCA_FAVOR_LIMIT]	= { .type = NLA_U32 },
 	[TCA_FAVOR_NOPUSHOUT]	= { .type = NLA_U8 },
 	[TCA_FAVOR_FLOWKEY]	= { .type = NLA_U8 },
@@ -141,8 +143,11 @@ static int favor_parse(struct Qdisc *sch, struct nlattr *opt, struct nlattr **tb
 	struct favor_sched_data *q = qdisc_priv(sch);
 	int err;
 
-	/* tc does not set NLA_F_NESTED on TCA_OPTIONS: the deprecated (lenient) parser, as fq_codel */
-	err = nla_parse_nested_deprecated(tb, TCA_FAVOR_MAX, opt, favor_policy, extack);
+	/* Strict, unlike fq_codel's deprecated parser (stock tc sends its options without NLA_F_NESTED):
+	 * favorlab's own plugin sets the flag, so a message that lacks it, or holds an attribute of a
+	 * wrong length or an unknown type, is refused with the reason instead of half taken
+	 */
+	err = nla_parse_nested(tb, TCA_FAVOR_MAX, opt, favor_policy, extack);
 	if (err < 0)
 		return err;
 	if (tb[TCA_FAVOR_LIMIT]) {

@@ -122,8 +122,11 @@ static int las_parse(struct Qdisc *sch, struct nlattr *opt, struct nlattr **tb, 
 	struct las_sched_data *q = qdisc_priv(sch);
 	int err;
 
-	/* tc does not set NLA_F_NESTED on TCA_OPTIONS: the deprecated (lenient) parser, as fq_codel */
-	err = nla_parse_nested_deprecated(tb, TCA_LAS_MAX, opt, las_policy, extack);
+	/* Strict, unlike fq_codel's deprecated parser (stock tc sends its options without NLA_F_NESTED):
+	 * favorlab's own plugin sets the flag, so a message that lacks it, or holds an attribute of a
+	 * wrong length or an unknown type, is refused with the reason instead of half taken
+	 */
+	err = nla_parse_nested(tb, TCA_LAS_MAX, opt, las_policy, extack);
 	if (err < 0)
 		return err;
 	if (tb[TCA_LAS_LIMIT]) {

@@ -118,8 +118,11 @@ static int qsdrr_parse(struct Qdisc *sch, struct nlattr *opt, struct nlattr **tb
 	struct qsdrr_sched_data *q = qdisc_priv(sch);
 	int err;
 
-	/* tc does not set NLA_F_NESTED on TCA_OPTIONS: the deprecated (lenient) parser, as fq_codel */
-	err = nla_parse_nested_deprecated(tb, TCA_QSDRR_MAX, opt, qsdrr_policy, extack);
+	/* Strict, unlike fq_codel's deprecated parser (stock tc sends its options without NLA_F_NESTED):
+	 * favorlab's own plugin sets the flag, so a message that lacks it, or holds an attribute of a
+	 * wrong length or an unknown type, is refused with the reason instead of half taken
+	 */
+	err = nla_parse_nested(tb, TCA_QSDRR_MAX, opt, qsdrr_policy, extack);
 	if (err < 0)
 		return err;
 	if (tb[TCA_QSDRR_LIMIT]) {

@@ -201,8 +201,11 @@ static int riops_parse(struct nlattr *opt, struct nlattr **tb, struct riops_opts
 {
 	int err, i, j;
 
-	/* tc does not set NLA_F_NESTED on TCA_OPTIONS: the deprecated (lenient) parser, as fq_codel */
-	err = nla_parse_nested_deprecated(tb, TCA_RIOPS_MAX, opt, riops_policy, extack);
+	/* Strict, unlike fq_codel's deprecated parser (stock tc sends its options without NLA_F_NESTED):
+	 * favorlab's own plugin sets the flag, so a message that lacks it, or holds an attribute of a
+	 * wrong length or an unknown type, is refused with the reason instead of half taken
+	 */
+	err = nla_parse_nested(tb, TCA_RIOPS_MAX, opt, riops_policy, extack);
 	if (err < 0)
 		return err;
 	if (tb[TCA_RIOPS_BUCKETS]) {

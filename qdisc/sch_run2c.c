@@ -54,6 +54,8 @@ struct run2c_sched_data {
 };
 
 static const struct nla_policy run2c_policy[TCA_RUN2C_MAX + 1] = {
+	/* strict from the first attribute: a wrong length or an unknown type is refused, not logged and taken */
+	[TCA_RUN2C_UNSPEC]	= { .strict_start_type = TCA_RUN2C_LIMIT },
 	[TCA_RUN2C_LIMIT]	= { .type = NLA_U32 },
 	[TCA_RUN2C_THRESHOLD]	= { .type = NLA_U32 },
 	[TCA_RUN2C_MSS]		= { .type = NLA_U32 },
@@ -139,8 +141,11 @@ static int run2c_parse(struct Qdisc *sch, struct nlattr *opt, struct nlattr **tb
 	struct run2c_sched_data *q = qdisc_priv(sch);
 	int err;
 
-	/* tc does not set NLA_F_NESTED on TCA_OPTIONS: the deprecated (lenient) parser, as fq_codel */
-	err = nla_parse_nested_deprecated(tb, TCA_RUN2C_MAX, opt, run2c_policy, extack);
+	/* Strict, unlike fq_codel's deprecated parser (stock tc sends its options without NLA_F_NESTED):
+	 * favorlab's own plugin sets the flag, so a message that lacks it, or holds an attribute of a
+	 * wrong length or an unknown type, is refused with the reason instead of half taken
+	 */
+	err = nla_parse_nested(tb, TCA_RUN2C_MAX, opt, run2c_policy, extack);
 	if (err < 0)
 		return err;
 	if (tb[TCA_RUN2C_LIMIT] && !run2c_in(tb[TCA_RUN2C_LIMIT], 1, RUN2C_MAX_LIMIT)) {

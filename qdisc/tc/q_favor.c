@@ -89,7 +89,7 @@ static int favor_parse_opt(struct qdisc_util *qu, int argc, char **argv, struct 
 		argv++;
 	}
 
-	tail = addattr_nest(n, FAVOR_MAXLEN, TCA_OPTIONS);
+	tail = addattr_nest(n, FAVOR_MAXLEN, TCA_OPTIONS | NLA_F_NESTED);
 	if (limit)
 		addattr_l(n, FAVOR_MAXLEN, TCA_FAVOR_LIMIT, &limit, sizeof(limit));
 	if (buckets)

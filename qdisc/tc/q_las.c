@@ -53,7 +53,7 @@ static int las_parse_opt(struct qdisc_util *qu, int argc, char **argv, struct nl
 		argv++;
 	}
 
-	tail = addattr_nest(n, LAS_MAXLEN, TCA_OPTIONS);
+	tail = addattr_nest(n, LAS_MAXLEN, TCA_OPTIONS | NLA_F_NESTED);
 	if (limit)
 		addattr_l(n, LAS_MAXLEN, TCA_LAS_LIMIT, &limit, sizeof(limit));
 	if (buckets)

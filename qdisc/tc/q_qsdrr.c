@@ -151,7 +151,7 @@ static int qsdrr_parse_opt(struct qdisc_util *qu, int argc, char **argv, struct 
 		argv++;
 	}
 
-	tail = addattr_nest(n, QSDRR_MAXLEN, TCA_OPTIONS);
+	tail = addattr_nest(n, QSDRR_MAXLEN, TCA_OPTIONS | NLA_F_NESTED);
 	for (attr = 1; attr <= TCA_QSDRR_MAX; attr++)
 		if (seen[attr])
 			addattr_l(n, QSDRR_MAXLEN, attr, &val[attr], sizeof(val[attr]));

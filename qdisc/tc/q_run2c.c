@@ -71,7 +71,7 @@ static int run2c_parse_opt(struct qdisc_util *qu, int argc, char **argv, struct 
 		argv++;
 	}
 
-	tail = addattr_nest(n, RUN2C_MAXLEN, TCA_OPTIONS);
+	tail = addattr_nest(n, RUN2C_MAXLEN, TCA_OPTIONS | NLA_F_NESTED);
 	if (limit)
 		addattr_l(n, RUN2C_MAXLEN, TCA_RUN2C_LIMIT, &limit, sizeof(limit));
 	if (threshold)
