@@ -40,7 +40,9 @@ with_scenario <- function(runs) {
   if (!"scenario" %in% names(runs)) runs[, scenario := topology]
   if (!"dataplane" %in% names(runs)) runs[, dataplane := aqm_dataplane(aqm)]
   for (c in SCENARIO_COLS) if (!c %in% names(runs)) runs[, (c) := ""]
-  for (c in SCENARIO_COLS) runs[, (c) := as.character(get(c))]
+  # fread reads a column empty in every run (a dumbbell's hops, aqm_hops) as NA: "" as in run.csv, or the
+  # key would end in "NA NA" and differ from the key of the same runs extracted before those columns
+  for (c in SCENARIO_COLS) runs[, (c) := fifelse(is.na(get(c)), "", as.character(get(c)))]
   runs[, scen := scenario_key(.SD)]
   runs
 }

@@ -191,6 +191,8 @@ def test_analyse_a_bundle_twice_gives_the_same_verdict_and_figure_tables(made, t
         assert (one / f).is_file(), f
     rows = list(csv.DictReader(open(one / "verdict.csv")))
     assert rows and all(r["claim"] for r in rows)
+    # a dumbbell's scenario key has no hops: run.csv's empty chain columns are not read as "NA"
+    assert all("NA" not in r["scenario"].split() for r in rows), {r["scenario"] for r in rows}
     assert "dumbbell_favor_load0.5_iw2_rep1" in (one / "figures" / "invalid-runs.csv").read_text()
     assert "<h1>favorlab report: one</h1>" in (one / "report.html").read_text()
     # the bundle's tables were used as they are, not extracted again
