@@ -9,6 +9,7 @@ import argparse
 import bisect
 import csv
 import gzip
+import io
 import json
 import os
 import struct
@@ -438,7 +439,9 @@ def extract(rundir, outdir, write_packets=True):
                   bneck=per_flow_b is not None)
     write_csv(os.path.join(outdir, "flows.csv"), flows, FLOW_COLS)
     if write_packets:
-        with gzip.open(os.path.join(outdir, "packets.csv.gz"), "wt", newline="") as f:
+        # no time in the gzip header: a run extracted again gives the same bytes (a bundle's checksums)
+        with io.TextIOWrapper(gzip.GzipFile(os.path.join(outdir, "packets.csv.gz"), "wb", mtime=0),
+                              newline="") as f:
             w = csv.writer(f)
             w.writerow(["t_in", "t_out", "qdelay_s", "src", "sport", "dst", "dport", "seq", "ipid", "len", "dropped"])
             for p, t_out in bpairs:
