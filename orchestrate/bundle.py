@@ -38,6 +38,9 @@ INFO = "BUNDLE.json"
 PCAP_DIR = "pcap"
 # Snakemake's stamp of a directory output: bookkeeping of the pipeline that made the run, not a result
 SKIP = {".snakemake_timestamp"}
+# what `analyse` adds to an unpacked bundle (workflow/rules/analysis.smk's outputs): an analysed directory
+# still verifies, and is analysed again from its bundled files only
+ANALYSIS_OUTPUTS = ("figures", "logs", "verdict.csv", "report.html")
 
 
 class BundleError(Exception):
@@ -204,7 +207,7 @@ def verify(root: Path) -> dict[str, str]:
         if _sha256(p) != digest:
             raise BundleError(f"{name}: checksum mismatch (the file differs from the one bundled); "
                               f"the bundle is damaged or was changed")
-    present = {p.as_posix() for p in _files(root)} - {SUMS}
+    present = {p.as_posix() for p in _files(root) if p.parts[0] not in ANALYSIS_OUTPUTS} - {SUMS}
     unlisted = sorted(present - set(sums))
     if unlisted:
         raise BundleError(f"{unlisted[0]}: in the bundle but not in {SUMS}"
@@ -236,8 +239,9 @@ def default_out(source: Path) -> Path:
     return source.with_name(name + "-analysis")
 
 
-def unpack(source: Path, out: Path) -> None:
-    """source (bundle, unpacked bundle or results directory) -> out, a new results directory, verified."""
+def unpack(source: Path, out: Path) -> dict[str, str] | None:
+    """source (bundle, unpacked bundle or results directory) -> out, a new results directory, verified.
+    Returns the bundle's checksums (None for a results directory)."""
     if out.exists():
         raise BundleError(f"{out} exists: analyse never writes over a directory. Fix: remove it, or give "
                           f"--out a new directory")
@@ -255,20 +259,19 @@ def unpack(source: Path, out: Path) -> None:
                     with tar.extractfile(m) as src, open(dest, "wb") as dst:
                         shutil.copyfileobj(src, dst, 1 << 20)
                     os.utime(dest, (m.mtime, m.mtime))
-                verify(out)
+                return verify(out)
             except BaseException:
                 shutil.rmtree(out)
                 raise
-        return
     if not source.is_dir():
         raise BundleError(f"{source}: no such bundle or results directory")
     if (source / SUMS).is_file():
         # an unpacked bundle: checked where it is, then copied (the source is never written)
-        verify(source)
-        files = [(source / rel, rel.as_posix()) for rel in _files(source)]
+        sums = verify(source)
+        files = [(source / name, name) for name in [SUMS, *sums]]
     else:
         # a results directory: its finished runs and their tables, pcaps included where they are
-        _, files = contents(source, pcaps=True)
+        sums, (_, files) = None, contents(source, pcaps=True)
     out.mkdir(parents=True)
     try:
         for src, arc in files:
@@ -277,6 +280,7 @@ def unpack(source: Path, out: Path) -> None:
     except BaseException:
         shutil.rmtree(out)
         raise
+    return sums
 
 
 def analyse(source: str | Path, out: str | Path | None = None, cores: int | None = None, log=print) -> Path:
@@ -284,7 +288,7 @@ def analyse(source: str | Path, out: str | Path | None = None, cores: int | None
     report there with the pipeline's analysis rules. Returns out."""
     source = Path(source).resolve()
     out = Path(out).resolve() if out else default_out(source)
-    unpack(source, out)
+    sums = unpack(source, out)
     runs, _ = finished_runs(out)
     if not runs:
         raise BundleError(f"{source}: no finished run to analyse")
@@ -310,7 +314,25 @@ def analyse(source: str | Path, out: str | Path | None = None, cores: int | None
         raise BundleError(f"the analysis failed (exit {r.returncode}); the rules' logs are in {out}/logs/")
     log(f"favorlab analyse: {out}/verdict.csv, {out}/figures/, {out}/report.html "
         f"({time.monotonic() - t0:.0f} s)")
+    if sums and with_pcaps:
+        same, differ = compare_tables(out, with_pcaps, sums)
+        log(f"  tables extracted again identical to the bundled ones: {len(same)} of {len(with_pcaps)} run(s)"
+            + (f"; differing: {'; '.join(differ)}" if differ else ""))
     return out
+
+
+def compare_tables(out: Path, runs: list[str], sums: dict[str, str]) -> tuple[list[str], list[str]]:
+    """The runs whose tables, extracted again, have the bytes the bundle lists, and for the others
+    which files differ (e.g. tables made by an older extraction)."""
+    same, differ = [], []
+    for rid in runs:
+        names = sorted(n for n in sums if n.startswith(f"tables/{rid}/"))
+        bad = [n.rsplit("/", 1)[1] for n in names if not (out / n).is_file() or _sha256(out / n) != sums[n]]
+        if names and not bad:
+            same.append(rid)
+        else:
+            differ.append(f"{rid} ({', '.join(bad) if names else 'none bundled'})")
+    return same, differ
 
 
 def snakemake_command(results: Path, reextract: list[str], cores: int | None = None) -> list[str]:
