@@ -13,7 +13,10 @@ report can be redone without pcaps), config/<the config file>, BUNDLE.json (what
 `analyse` drives Snakemake on the unpacked directory (Snakefile with `--config analyse_results=DIR`, which
 leaves the schedule and testbed rules out): the figures, ranking, verdict and report are made by the very
 rules of workflow/rules/analysis.smk, so their command lines exist once, and a run whose pcaps came along
-is extracted again by the pipeline's own extract rule.
+is extracted again by the pipeline's own extract rule. Driving the rules, rather than moving their
+commands into a Python function both would call, leaves the pipeline's rules, jobs and reruns as they
+were, and what is redone is decided by the same DAG. Snakemake runs in the checkout, as the pipeline does
+(the rules name analysis/ relative to it); the directory analysed can be anywhere.
 """
 from __future__ import annotations
 
