@@ -10,7 +10,8 @@ through the jump. The inventory names the jump in its ansible_ssh_common_args (`
 provisioning (Ansible with become), the marker, the run (orchestrate.remote: sudo -n, rsync with sudo) and
 the copy-back all go through it.
 
-Guest name: favorlab-jump (its own; the other suites' guests are not touched).
+The guest is the suites' shared one (conftest.py): the test adds the two logins and removes the
+provisioning marker (so the pipeline provisions again, through the jump), and removes the logins after.
 """
 import json
 import os
@@ -25,9 +26,8 @@ from test_pipeline import require_guest
 
 REPO = Path(__file__).resolve().parents[1]
 FAVORVM = REPO / "testbed" / "vm" / "favorvm"
-VM = "favorlab-jump"
 NAME = "smoke-jump"
-JUMP_ALIAS = "favorlab-jump-bastion"
+JUMP_ALIAS = "favorlab-test-bastion"
 RUN_ID = "dumbbell-10M-buf8-pareto30-paper-reno_droptail_load0.75_iw2_rep0"
 
 
@@ -36,8 +36,8 @@ def vm(*args, check=True):
                           stdin=subprocess.DEVNULL, timeout=1800)
 
 
-def as_root(cmd: str) -> str:
-    p = vm("ssh", "--name", VM, cmd, check=False)
+def as_root(name: str, cmd: str) -> str:
+    p = vm("ssh", "--name", name, cmd, check=False)
     assert p.returncode == 0, f"guest: {cmd}\n{p.stdout}\n{p.stderr}"
     return p.stdout
 
@@ -52,17 +52,23 @@ echo 'experimenter ALL=(ALL) NOPASSWD:ALL' > /etc/sudoers.d/experimenter
 chmod 440 /etc/sudoers.d/experimenter
 rm -f /run/favorlab/provisioned
 """
+NO_USERS = r"""set -e
+rm -f /etc/sudoers.d/experimenter
+for u in bastion experimenter; do
+  if id -u $u >/dev/null 2>&1; then pkill -KILL -u $u || true; userdel --remove $u; fi
+done
+"""
 
 
 @pytest.fixture
-def jump(tmp_path):
+def jump(shared_guest, tmp_path):
     require_guest()
+    name = shared_guest["vm_name"]
     try:
-        vm("start", "--name", VM)              # builds the image first on a fresh machine
-        st = json.loads(vm("status", "--name", VM).stdout)
-        as_root(USERS)
+        st = json.loads(vm("status", "--name", name).stdout)
+        as_root(name, USERS)
         # what a real site hands out: sudo for the experimenter, none for the bastion's user
-        assert as_root("sudo -l -U bastion || true").find("not allowed") >= 0
+        assert as_root(name, "sudo -l -U bastion || true").find("not allowed") >= 0
         cfg = tmp_path / "ssh_config"
         cfg.write_text(f"Host {JUMP_ALIAS}\n  HostName 127.0.0.1\n  Port {st['ssh_port']}\n  User bastion\n"
                        f"  IdentityFile {st['ssh_key']}\n  IdentitiesOnly yes\n  BatchMode yes\n"
@@ -74,7 +80,7 @@ def jump(tmp_path):
             "ansible_ssh_common_args": f"-F {cfg} -o ProxyJump={JUMP_ALIAS}"}}}}}}))
         yield inv, st
     finally:
-        vm("stop", "--name", VM, check=False)
+        as_root(name, NO_USERS)
 
 
 @pytest.mark.guest
@@ -101,10 +107,10 @@ def test_smoke_run_as_a_sudo_user_through_a_jump_host(jump, tmp_path):
     assert ctl["lease"]["kind"] == "ssh" and ctl["lease"]["host"] == "127.0.0.1" and ctl["lease"]["port"] == 22
     # (the runner exits at once unless it is root: a complete run directory says sudo -n worked)
     # provisioned through the jump, as the experimenter with become: the marker is root's, the code is there
-    assert as_root("stat -c %U /run/favorlab/provisioned").strip() == "root"
-    assert as_root("test -f /opt/favorlab/testbed/runner/run.py && echo ok").strip() == "ok"
+    assert as_root(st["name"], "stat -c %U /run/favorlab/provisioned").strip() == "root"
+    assert as_root(st["name"], "test -f /opt/favorlab/testbed/runner/run.py && echo ok").strip() == "ok"
     # every login of the experimenter came from inside the guest (through the jump), none from outside
-    log = as_root("journalctl -o cat _COMM=sshd | grep 'Accepted publickey for experimenter' || true")
+    log = as_root(st["name"], "journalctl -o cat _COMM=sshd | grep 'Accepted publickey for experimenter' || true")
     froms = {line.split(" from ")[1].split()[0] for line in log.splitlines() if " from " in line}
     assert froms == {"127.0.0.1"}, log
     # the host key of the experiment host went into its own known_hosts file in the cache, not root's

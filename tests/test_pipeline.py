@@ -58,10 +58,13 @@ def snakemake(cfg: Path, **kw) -> subprocess.Popen:
 
 @pytest.mark.guest
 @pytest.mark.slow
-def test_smoke_pipeline_interrupted_and_resumed(tmp_path):
+def test_smoke_pipeline_interrupted_and_resumed(shared_guest, tmp_path):
     require_guest()
     cfg = yaml.safe_load((REPO / "config" / "smoke.yaml").read_text())
     cfg["name"] = NAME
+    # the suites' guest, already provisioned with this code: the pipeline's up-all finds its marker and
+    # provisions nothing (conftest.py); keep_running, as the other suites still use it
+    cfg["testbed"] = {"kind": "local-vm", "vm_name": shared_guest["vm_name"], "keep_running": True}
     cfgfile = tmp_path / "smoke-ci.yaml"
     cfgfile.write_text(yaml.safe_dump(cfg))
     shutil.rmtree(RESULTS, ignore_errors=True)
@@ -93,6 +96,8 @@ def test_smoke_pipeline_interrupted_and_resumed(tmp_path):
         p.wait()
     log1.close()
     stamp = (first / "DONE").stat()
+    up_log = RESULTS / "logs" / "testbeds" / f"up-{shared_guest['vm_name']}.log"
+    assert "already provisioned with this code" in up_log.read_text(), up_log.read_text()[-3000:]
     manifest = json.loads((first / "manifest.json").read_text())
 
     # nothing half-done is counted: every run directory without .partial is complete

@@ -1,6 +1,6 @@
-"""sch_favor in a real kernel: our own QEMU guest (name qdisc-test), provisioned by the pipeline's path
-(orchestrate/testbeds.py up -> ansible/site.yml -> roles testbed_base, favorlab_code, sch_favor),
-so the DKMS role is tested too. Crafted packets go through favor under a paused htb in a network
+"""sch_favor in a real kernel: the suites' shared QEMU guest (conftest.py, `shared_guest`), provisioned by
+the pipeline's path (orchestrate/testbeds.py up -> ansible/site.yml -> roles testbed_base, favorlab_code,
+sch_favor), so the DKMS role is tested too. Crafted packets go through favor under a paused htb in a network
 namespace; their departure order, drops, push-outs, xstats and trace are checked against the
 independent model of Algorithm 1 in test_core.py. Skipped with the reason where the guest cannot run;
 failing instead when FAVORLAB_REQUIRE_GUEST=1."""
@@ -8,13 +8,10 @@ import contextlib
 import csv
 import io
 import json
-import os
 import random
 import re
 import shlex
-import shutil
 import subprocess
-import sys
 from collections import Counter
 from pathlib import Path
 
@@ -24,19 +21,12 @@ from qdisc.tests.test_core import Model
 
 REPO = Path(__file__).resolve().parents[2]
 FAVORVM = REPO / "testbed" / "vm" / "favorvm"
-VM = "qdisc-test"
-TESTBED = json.dumps({"kind": "local-vm", "vm_name": VM})
+VM = "favorlab-test"    # conftest.SHARED_VM: the guest fixture checks they agree
 GUEST_QDISC = "/opt/favorlab/qdisc"
 TC = "env TC_LIB_DIR=/usr/local/lib/favorlab/tc tc"
 VERDICTS = ["favored", "standard", "pushout_victim", "drop_favored", "drop_standard"]
 
 pytestmark = [pytest.mark.guest, pytest.mark.slow]
-
-
-def _no_guest(reason):
-    if os.environ.get("FAVORLAB_REQUIRE_GUEST") == "1":
-        pytest.fail(reason)
-    pytest.skip(reason)
 
 
 def console_tail(n=3000):
@@ -66,25 +56,11 @@ class Guest:
 
 
 @pytest.fixture(scope="module")
-def guest():
-    if not FAVORVM.is_file():
-        _no_guest(f"{FAVORVM} does not exist")
-    if not shutil.which("qemu-system-x86_64") or os.geteuid() != 0:
-        _no_guest("needs qemu-system-x86_64 and root (./favorlab test installs the tools)")
-    py = REPO / ".venv" / "bin" / "python"
-    p = subprocess.run([str(py if py.exists() else sys.executable), "-m", "orchestrate.testbeds", "up", "--testbed", TESTBED],
-                       cwd=REPO, capture_output=True, text=True, timeout=2400)
-    if p.returncode:
-        if "Traceback" in p.stderr or "FAILED" in p.stdout or "fatal:" in p.stdout:
-            # the guest booted but provisioning (our DKMS role among others) failed: that is a failure
-            subprocess.run([str(FAVORVM), "stop", "--name", VM], capture_output=True)
-            pytest.fail(f"orchestrate.testbeds up failed:\n{p.stdout[-4000:]}\n{p.stderr[-2000:]}")
-        _no_guest(f"the guest does not start here: {p.stderr.strip()[-600:]}")
+def guest(shared_guest):
+    assert shared_guest["vm_name"] == VM
     g = Guest()
     g.run("dmesg -C")
-    yield g
-    if os.environ.get("QDISC_TEST_KEEP_VM") != "1":        # 1: leave it running for the next run (development)
-        subprocess.run([str(FAVORVM), "stop", "--name", VM], capture_output=True, timeout=300)
+    return g
 
 
 def dkms_version():

@@ -227,35 +227,13 @@ def test_runner_in_private_netns(tmp_path):
 
 # ---------------------------------------------------------------- guest tests (QEMU guest, real kernel)
 
-FAVORVM = REPO / "testbed" / "vm" / "favorvm"
-VM_NAME = "runner"
-
-
-def _no_guest(reason):
-    if os.environ.get("FAVORLAB_REQUIRE_GUEST") == "1":
-        pytest.fail(reason)
-    pytest.skip(reason)
-
-
 @pytest.fixture(scope="module")
-def guest():
-    """Boot our own guest (name 'runner'), copy the repository to /opt/favorlab, stop it afterwards."""
+def guest(shared_guest):
+    """The suites' shared guest (conftest.py): provisioned, so /opt/favorlab holds this checkout's tracked
+    files, the runner among them."""
     from orchestrate import remote
-    if not FAVORVM.is_file():
-        _no_guest(f"{FAVORVM} does not exist yet (the VM part provides it)")
-    p = subprocess.run([str(FAVORVM), "start", "--name", VM_NAME], capture_output=True, text=True, timeout=900)
-    if p.returncode:
-        _no_guest(f"the guest does not boot here: {p.stderr.strip()[-400:]}")
-    try:
-        t = remote.vm_target(VM_NAME)
-        ssh = remote.Ssh(**t)
-        assert ssh.run("mkdir -p /opt/favorlab") == 0
-        for d in ("topologies", "testbed", "workloads"):
-            if (REPO / d).is_dir():
-                ssh.rsync(f"{REPO / d}", f"{ssh.dest}:/opt/favorlab/")
-        yield ssh, t
-    finally:
-        subprocess.run([str(FAVORVM), "stop", "--name", VM_NAME], capture_output=True, timeout=120)
+    t = remote.vm_target(shared_guest["vm_name"])
+    return remote.Ssh(**t), t
 
 
 def _schedule(path: Path, load: float, duration: float, mbps: float = 10, seed: int = 7):
