@@ -57,8 +57,9 @@ rank_aqms <- function(est, lo, hi, better, rankable = rep(TRUE, length(est))) {
   o <- ok[order(if (better == "lower") est[ok] else -est[ok])]
   rank[o] <- seq_along(o)
   apart <- function(a, b) !anyNA(c(lo[a], hi[a], lo[b], hi[b])) && (hi[a] < lo[b] || hi[b] < lo[a])
-  # b is wholly better than a: apart, and on the better side
-  wholly_better <- function(b, a) apart(a, b) && (if (better == "lower") hi[b] < lo[a] else lo[b] > hi[a])
+  # b is wholly better than a: its interval lies entirely on the better side of a's (which implies apart)
+  wholly_better <- function(b, a) !anyNA(c(lo[a], hi[a], lo[b], hi[b])) &&
+    (if (better == "lower") hi[b] < lo[a] else lo[b] > hi[a])
   for (a in o) {
     others <- setdiff(o, a)
     n_better <- sum(vapply(others, function(b) wholly_better(b, a), TRUE))

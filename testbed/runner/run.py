@@ -76,16 +76,24 @@ class StaleModule(RuntimeError):
     """The qdisc module in the kernel is not the one installed on disk."""
 
 
+def loaded_module(mod, sys_root=Path("/sys")):
+    """{"version", "srcversion"} of `mod` as the kernel has it loaded (sysfs), not of the file on disk that
+    modinfo reads: the code that made a run's result. None when it is not loaded."""
+    d = sys_root / "module" / mod
+    if not d.is_dir():
+        return None
+    return {k: (d / k).read_text().strip() if (d / k).is_file() else None for k in ("version", "srcversion")}
+
+
 def check_loaded_module(mod, sys_root=Path("/sys"), modinfo=None):
     """The srcversion of the loaded `mod` (sysfs) against the installed file's (modinfo). A mismatch means an
     older build is still loaded, e.g. the Ansible role's rmmod failed because a qdisc still used the module
     and modprobe then kept the old one: a run would measure code other than what its manifest names.
     Returns the srcversion; raises StaleModule naming both and the fix. A module not loaded, or one without a
     srcversion (built in), is not checked: None."""
-    f = sys_root / "module" / mod / "srcversion"
-    if not f.is_file():
+    loaded = (loaded_module(mod, sys_root) or {}).get("srcversion")
+    if not loaded:
         return None
-    loaded = f.read_text().strip()
     info = modinfo if modinfo is not None else out(["modinfo", "-F", "srcversion", mod])
     on_disk = info.strip()
     if on_disk != loaded:
@@ -1039,12 +1047,7 @@ def manifest(spec: dict, run_dir: Path) -> dict:
     from topologies.dumbbell import FAVORLAB_QDISCS
     # favorlab's own qdisc modules (one DKMS package, qdisc/), each as loaded: which code made the result
     for mod in (f"sch_{q}" for q in FAVORLAB_QDISCS):
-        if Path(f"/sys/module/{mod}").exists():
-            info = out(["modinfo", mod])
-            m[mod] = {k: (re.search(rf"^{k}:\s*(.*)$", info, re.M) or [None, None])[1]
-                      for k in ("version", "srcversion")}
-        else:
-            m[mod] = None
+        m[mod] = loaded_module(mod)
     # one string for tables (analysis/report.py reads module_version), sch_favor first
     m["module_version"] = "; ".join(f"sch_{q} {m[f'sch_{q}']['version']} ({m[f'sch_{q}']['srcversion']})"
                                     for q in FAVORLAB_QDISCS if m[f"sch_{q}"])

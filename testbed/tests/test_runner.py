@@ -772,8 +772,8 @@ def test_chain_run_end_to_end(guest, tmp_path):
 
 
 def test_stale_module_fails_the_run_naming_both_versions(tmp_path):
-    """Issue 15: the manifest records modinfo's srcversion (the file on disk); a run must not go on with an
-    older build still loaded (the role ignores a failed rmmod)."""
+    """Issue 15: modinfo's srcversion is the file on disk; a run must not go on with an older build still
+    loaded (the role ignores a failed rmmod), and the manifest records what is loaded."""
     d = tmp_path / "module" / "sch_favor"
     d.mkdir(parents=True)
     (d / "srcversion").write_text("AAAA1111\n")
@@ -785,6 +785,10 @@ def test_stale_module_fails_the_run_naming_both_versions(tmp_path):
         runmod.check_loaded_module("sch_favor", tmp_path, modinfo="")
     # not loaded (or built in): nothing to compare
     assert runmod.check_loaded_module("sch_las", tmp_path, modinfo="CCCC") is None
+    # the manifest names the module as loaded (sysfs), whatever file is on disk
+    (d / "version").write_text("0.9.0\n")
+    assert runmod.loaded_module("sch_favor", tmp_path) == {"version": "0.9.0", "srcversion": "AAAA1111"}
+    assert runmod.loaded_module("sch_las", tmp_path) is None
 
 
 def test_foreign_packets_in_a_capture_are_counted_and_shown(tmp_path):

@@ -29,19 +29,13 @@ import subprocess
 import sys
 import time
 
+from gutil import sh
+
 DEV = "d0"
 SRC4, DST4 = "10.9.0.1", "10.9.0.2"
 SRC6, DST6 = "fd09::1", "fd09::2"
-TC_ENV = dict(os.environ, TC_LIB_DIR=os.environ.get("TC_LIB_DIR", "/usr/local/lib/favorlab/tc"))
 HERE = os.path.dirname(os.path.abspath(__file__))
 TRACER = os.environ.get("FAVOR_TRACE", os.path.join(HERE, "..", "..", "tools", "favor_trace.py"))
-
-
-def sh(*cmd):
-    r = subprocess.run(cmd, capture_output=True, text=True, env=TC_ENV)
-    if r.returncode:
-        sys.exit(f"{' '.join(cmd)}: {r.stderr.strip()}")
-    return r.stdout
 
 
 def setup(spec):

@@ -23,8 +23,9 @@ import random
 import re
 import socket
 import struct
-import subprocess
 import sys
+
+from gutil import sh
 
 RTM_NEWQDISC, RTM_DELQDISC, NLMSG_ERROR = 36, 37, 2
 NLM_F_REQUEST, NLM_F_ACK, NLM_F_EXCL, NLM_F_CREATE = 0x1, 0x4, 0x200, 0x400
@@ -75,10 +76,6 @@ class Netlink:
                     break
 
 
-def sh(*cmd):
-    return subprocess.run(cmd, capture_output=True, text=True)
-
-
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--kind", required=True)
@@ -125,7 +122,7 @@ def main():
         nl.send(RTM_DELQDISC, 0, ifindex, b"", a.kind)
         out.append({"name": name, "create": create, "change": change, "base": base})
     ok = nl.send(RTM_NEWQDISC, NLM_F_CREATE | NLM_F_EXCL, ifindex, opts(limit20), a.kind) == 0
-    shown = sh("tc", "qdisc", "show", "dev", "d0").stdout
+    shown = sh("tc", "qdisc", "show", "dev", "d0")
     print(json.dumps({"cases": out, "alive": ok and f"qdisc {a.kind} 1:" in shown, "show": shown.strip()}))
 
 

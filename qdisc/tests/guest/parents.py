@@ -18,20 +18,12 @@ import json
 import os
 import re
 import socket
-import subprocess
-import sys
 import threading
 import time
 
-TC_ENV = dict(os.environ, TC_LIB_DIR=os.environ.get("TC_LIB_DIR", "/usr/local/lib/favorlab/tc"))
+from gutil import sh
+
 SRC, DST = "10.8.0.1", "10.8.0.2"
-
-
-def sh(*cmd):
-    r = subprocess.run(cmd, capture_output=True, text=True, env=TC_ENV)
-    if r.returncode:
-        sys.exit(f"{' '.join(cmd)}: {r.stderr.strip()}")
-    return r.stdout
 
 
 def device(kind):
@@ -126,14 +118,13 @@ def main():
     if t:
         t.join()
     deadline = time.time() + 20
-    while time.time() < deadline:
+    while True:
         q = qdiscs(dev)
-        if all(x.get("qlen", 0) == 0 and x.get("backlog", 0) == 0 for x in q):
+        drained = all(x.get("qlen", 0) == 0 and x.get("backlog", 0) == 0 for x in q)
+        if drained or time.time() >= deadline:
             break
         time.sleep(0.2)
-    q = qdiscs(dev)
-    print(json.dumps({"sent": sent, "qdiscs": q,
-                      "drained": all(x.get("qlen", 0) == 0 and x.get("backlog", 0) == 0 for x in q)}))
+    print(json.dumps({"sent": sent, "qdiscs": q, "drained": drained}))
 
 
 if __name__ == "__main__":
