@@ -14,6 +14,16 @@
  * packet in the queue" is one array read: every operation is O(1) in queue length and flows.
  * Hash collisions merge flows (a flow may then be standard when it would have been favored), and
  * never reorder: a packet is favored only when no packet of its bucket is queued.
+ *
+ * favored_burst (0: off, Algorithm 1 exactly) bounds how many favored packets are served while a
+ * standard packet waits. Algorithm 1 serves favored packets strictly first, so a flood of new flows
+ * (spoofed SYNs: every packet a new 5-tuple, so every one favored) at the link rate takes the whole
+ * link and the standard class, every established flow's packets, gets nothing. With favored_burst B
+ * an arrival that would be favored is queued as standard instead (counted in "demoted") when B favored
+ * packets would then be served ahead of the standard head: the packets served while it waited
+ * ("overtaken") plus the favored packets queued now. The standard class thus gets at least one packet
+ * in B + 1 while it is backlogged, and nothing is reordered: a demoted packet's flow has no other
+ * packet queued, and it goes to the tail like any standard packet. An O(1) test, no flow state.
  */
 #ifndef _FAVOR_CORE_H
 #define _FAVOR_CORE_H
@@ -25,6 +35,7 @@ struct favor_counters {
 	u64 drop_favored;
 	u64 drop_standard;
 	u64 drop_limit;
+	u64 demoted;		/* would have been favored; standard by favored_burst */
 };
 
 struct favor_core {
@@ -35,6 +46,8 @@ struct favor_core {
 	u32 limit;			/* packets, >= 1 */
 	u32 flows;			/* buckets with counts[] > 0 */
 	bool nopushout;			/* FavourTail */
+	u32 favored_burst;		/* 0: off; else at most this many favored served per standard */
+	u32 overtaken;			/* favored packets served since the standard head became head */
 	struct favor_counters c;
 };
 
@@ -53,6 +66,8 @@ static inline void favor_core_init(struct favor_core *q, u32 *counts, u32 bucket
 	q->limit = limit;
 	q->flows = 0;
 	q->nopushout = nopushout;
+	q->favored_burst = 0;
+	q->overtaken = 0;
 	memset(&q->c, 0, sizeof(q->c));
 }
 
@@ -67,6 +82,13 @@ static inline void favor_core_account_out(struct favor_core *q, struct sk_buff *
 {
 	if (--q->counts[FAVOR_SKB_BUCKET(skb)] == 0)
 		q->flows--;
+}
+
+/* A standard packet left the queue's tail (push-out, trim): with none left, no standard packet waits. */
+static inline void favor_core_standard_left(struct favor_core *q)
+{
+	if (skb_queue_empty(&q->standard))
+		q->overtaken = 0;
 }
 
 /*
@@ -93,6 +115,7 @@ static inline enum favor_verdict favor_core_enqueue_class(struct favor_core *q, 
 			/* push-out: the last standard packet makes room */
 			*victim = __skb_dequeue_tail(&q->standard);
 			favor_core_account_out(q, *victim);
+			favor_core_standard_left(q);
 			q->c.pushouts++;
 		}
 		__skb_queue_tail(&q->favored, skb);
@@ -110,11 +133,26 @@ static inline enum favor_verdict favor_core_enqueue_class(struct favor_core *q, 
 	return FAVOR_VERDICT_STANDARD;
 }
 
-/* Algorithm 1: a packet is favored when no packet of its flow is queued. */
+/* Would one more favored packet make the standard head wait behind more than favored_burst? */
+static inline bool favor_core_burst_reached(const struct favor_core *q)
+{
+	return q->favored_burst && !skb_queue_empty(&q->standard) &&
+	       q->overtaken + skb_queue_len(&q->favored) >= q->favored_burst;
+}
+
+/* Algorithm 1: a packet is favored when no packet of its flow is queued (and, with favored_burst, while
+ * the standard head has not waited for favored_burst favored packets).
+ */
 static inline enum favor_verdict favor_core_enqueue(struct favor_core *q, struct sk_buff *skb,
 						    u32 bucket, struct sk_buff **victim)
 {
-	return favor_core_enqueue_class(q, skb, bucket, q->counts[bucket] == 0, victim);
+	bool favored = q->counts[bucket] == 0;
+
+	if (favored && favor_core_burst_reached(q)) {
+		favored = false;
+		q->c.demoted++;
+	}
+	return favor_core_enqueue_class(q, skb, bucket, favored, victim);
 }
 
 /* The packet favor_core_dequeue() returns next, left in the queue (and counted in its flow). */
@@ -129,8 +167,13 @@ static inline struct sk_buff *favor_core_dequeue(struct favor_core *q)
 {
 	struct sk_buff *skb = __skb_dequeue(&q->favored);
 
-	if (!skb)
+	if (skb) {
+		if (!skb_queue_empty(&q->standard))
+			q->overtaken++;
+	} else {
 		skb = __skb_dequeue(&q->standard);
+		q->overtaken = 0;	/* a new standard head, or none */
+	}
 	if (skb)
 		favor_core_account_out(q, skb);
 	return skb;
@@ -148,7 +191,9 @@ static inline struct sk_buff *favor_core_trim_one(struct favor_core *q)
 	if (favor_core_qlen(q) <= q->limit)
 		return NULL;
 	skb = __skb_dequeue_tail(&q->standard);
-	if (!skb)
+	if (skb)
+		favor_core_standard_left(q);
+	else
 		skb = __skb_dequeue_tail(&q->favored);
 	favor_core_account_out(q, skb);
 	q->c.drop_limit++;

@@ -6,7 +6,9 @@
  * favored packet and before every standard packet. Other packets are standard and go to the
  * tail. When the queue is full, a favored arrival pushes out the last standard packet (or is
  * dropped if only favored packets are queued, or always with "nopushout": FavourTail), and a
- * standard arrival is dropped. See favor_core.h for the queueing logic, shared with the tests.
+ * standard arrival is dropped. "favored_burst" (off by default: Algorithm 1 as published) bounds
+ * the favored packets served while a standard packet waits, against floods of new flows. See
+ * favor_core.h for the queueing logic, shared with the tests.
  *
  * References: Anelli, Diana, Lochin, "FavorQueue: a Parameterless Active Queue Management to
  * Improve TCP Traffic Performance", Computer Networks 2014 (Algorithm 1); Dedu, Lochin, "A study
@@ -63,6 +65,7 @@ static const struct nla_policy favor_policy[TCA_FAVOR_MAX + 1] = {
 	[TCA_FAVOR_NOPUSHOUT]	= { .type = NLA_U8 },
 	[TCA_FAVOR_FLOWKEY]	= { .type = NLA_U8 },
 	[TCA_FAVOR_BUCKETS]	= { .type = NLA_U32 },
+	[TCA_FAVOR_FAVORED_BURST] = { .type = NLA_U32 },
 };
 
 static u32 favor_bucket(const struct favor_sched_data *q, const struct flow_keys *k)
@@ -159,6 +162,12 @@ static int favor_parse(struct Qdisc *sch, struct nlattr *opt, struct nlattr **tb
 			return -EINVAL;
 		}
 	}
+	if (tb[TCA_FAVOR_FAVORED_BURST] &&
+	    nla_get_u32(tb[TCA_FAVOR_FAVORED_BURST]) > FAVOR_MAX_LIMIT) {
+		NL_SET_ERR_MSG_ATTR(extack, tb[TCA_FAVOR_FAVORED_BURST],
+				    "favor: favored_burst must be 0 (off) to 1048576 packets");
+		return -EINVAL;
+	}
 	if (tb[TCA_FAVOR_NOPUSHOUT] && nla_get_u8(tb[TCA_FAVOR_NOPUSHOUT]) > 1) {
 		NL_SET_ERR_MSG_ATTR(extack, tb[TCA_FAVOR_NOPUSHOUT],
 				    "favor: nopushout must be 0 or 1");
@@ -205,6 +214,8 @@ static void favor_apply(struct Qdisc *sch, struct nlattr **tb)
 		q->core.nopushout = nla_get_u8(tb[TCA_FAVOR_NOPUSHOUT]);
 	if (tb[TCA_FAVOR_FLOWKEY])
 		q->flowkey = nla_get_u8(tb[TCA_FAVOR_FLOWKEY]);
+	if (tb[TCA_FAVOR_FAVORED_BURST])
+		q->core.favored_burst = nla_get_u32(tb[TCA_FAVOR_FAVORED_BURST]);
 }
 
 static int favor_change(struct Qdisc *sch, struct nlattr *opt, struct netlink_ext_ack *extack)
@@ -278,7 +289,8 @@ static int favor_dump(struct Qdisc *sch, struct sk_buff *skb)
 	if (nla_put_u32(skb, TCA_FAVOR_LIMIT, q->core.limit) ||
 	    nla_put_u8(skb, TCA_FAVOR_NOPUSHOUT, q->core.nopushout) ||
 	    nla_put_u8(skb, TCA_FAVOR_FLOWKEY, q->flowkey) ||
-	    nla_put_u32(skb, TCA_FAVOR_BUCKETS, q->core.buckets))
+	    nla_put_u32(skb, TCA_FAVOR_BUCKETS, q->core.buckets) ||
+	    nla_put_u32(skb, TCA_FAVOR_FAVORED_BURST, q->core.favored_burst))
 		goto nla_put_failure;
 	return nla_nest_end(skb, opts);
 
@@ -304,6 +316,7 @@ static int favor_dump_stats(struct Qdisc *sch, struct gnet_dump *d)
 	st.drop_limit = q->core.c.drop_limit;
 	st.flows = q->core.flows;
 	st.favored_qlen = skb_queue_len(&q->core.favored);
+	st.demoted = q->core.c.demoted;
 	sch_tree_unlock(sch);
 
 	return gnet_stats_copy_app(d, &st, sizeof(st));

@@ -116,7 +116,7 @@ def test_snakemake_rejects_bad_config_before_any_job(tmp_path):
 
 
 @pytest.mark.parametrize("config, schedules, runs", [("quick", 10, 20), ("p4-quick", 10, 20), ("figures", 14, 40),
-                                                             ("aqm-bench", 4, 68)])
+                                                             ("aqm-bench", 4, 72)])
 def test_snakemake_plans_the_whole_matrix(config, schedules, runs, tmp_path):
     # --forceall: the whole matrix, even where results/<name> already holds a finished reproduction.
     # p4-quick's AQM names have a hyphen (p4-favorqueue): every rule must accept them as run ids. Its

@@ -13,7 +13,7 @@
 static struct favor_core core;
 static u32 *counts;
 
-int h_init(u32 limit, int nopushout, u32 buckets)
+int h_init(u32 limit, int nopushout, u32 buckets, u32 favored_burst)
 {
 	struct sk_buff *skb;
 
@@ -25,6 +25,7 @@ int h_init(u32 limit, int nopushout, u32 buckets)
 	if (!counts)
 		return -1;
 	favor_core_init(&core, counts, buckets, limit, nopushout);
+	core.favored_burst = favored_burst;
 	return 0;
 }
 
@@ -63,8 +64,10 @@ int h_trim_one(void) { return take(favor_core_trim_one(&core)); }
 u32 h_qlen(void) { return favor_core_qlen(&core); }
 u32 h_flows(void) { return core.flows; }
 u32 h_favored_qlen(void) { return skb_queue_len(&core.favored); }
-void h_counters(u64 out[6])
+void h_set_favored_burst(u32 b) { core.favored_burst = b; }
+void h_counters(u64 out[7])
 {
 	out[0] = core.c.favored; out[1] = core.c.standard; out[2] = core.c.pushouts;
 	out[3] = core.c.drop_favored; out[4] = core.c.drop_standard; out[5] = core.c.drop_limit;
+	out[6] = core.c.demoted;
 }

@@ -112,24 +112,28 @@ def test_add_change_show_delete_and_bad_options(guest):
         guest.run(ns(f"{TC} qdisc add dev d0 root handle 1: favor limit 20 nopushout flowkey addrs buckets 64"))
         q = show(guest, stats=True)
         assert q["kind"] == "favor"
-        assert q["options"] == {"limit": 20, "nopushout": True, "flowkey": "addrs", "buckets": 64}
-        for k in ["favored", "standard", "pushouts", "drop_favored", "drop_standard", "drop_limit", "flows"]:
+        assert q["options"] == {"limit": 20, "nopushout": True, "flowkey": "addrs", "buckets": 64, "favored_burst": 0}
+        for k in ["favored", "standard", "pushouts", "drop_favored", "drop_standard", "drop_limit", "flows",
+                  "demoted"]:
             assert q[k] == 0
         text = guest.run(ns(f"{TC} -s qdisc show dev d0")).stdout
-        assert "limit 20p nopushout flowkey addrs buckets 64" in text and "pushouts 0" in text
-        guest.run(ns(f"{TC} qdisc change dev d0 root favor limit 5 pushout"))
+        assert "limit 20p nopushout flowkey addrs buckets 64 favored_burst 0" in text and "pushouts 0" in text
+        guest.run(ns(f"{TC} qdisc change dev d0 root favor limit 5 pushout favored_burst 2"))
         q = show(guest)
-        assert q["options"]["limit"] == 5 and q["options"]["nopushout"] is False
+        assert q["options"]["limit"] == 5 and q["options"]["nopushout"] is False and q["options"]["favored_burst"] == 2
         # rejected by the kernel, with its extack message printed by tc; then by the plugin before the kernel
         # sees it (a bad flowkey, and one given twice: issue 15)
         assert_refused(guest, "favor", [("limit 2000000", "limit must be 1 to 1048576 packets"),
                                         ("buckets 2097152", "buckets must be a power of two"),
                                         ("flowkey dst", "flowkey is set at creation only"),
                                         ("flowkey bogus", "unknown flowkey"),
-                                        ("flowkey dst flowkey bogus", '"flowkey" given twice')])
+                                        ("flowkey dst flowkey bogus", '"flowkey" given twice'),
+                                        ("favored_burst 2000000", "favored_burst must be 0 (off) to 1048576"),
+                                        ("favored_burst x", '"favored_burst" needs a number')])
         # default limit: the device's txqueuelen
         guest.run(ns(f"{TC} qdisc del dev d0 root && ip link set d0 txqueuelen 77 && {TC} qdisc add dev d0 root favor"))
-        assert show(guest)["options"] == {"limit": 77, "nopushout": False, "flowkey": "5tuple", "buckets": 1024}
+        assert show(guest)["options"] == {"limit": 77, "nopushout": False, "flowkey": "5tuple", "buckets": 1024,
+                                          "favored_burst": 0}
         guest.run(ns(f"{TC} qdisc del dev d0 root"))
 
 
@@ -145,7 +149,7 @@ def flow_of(kind, flow):
 
 
 def expected(spec):
-    m = Model(spec["limit"], spec.get("nopushout", False))
+    m = Model(spec["limit"], spec.get("nopushout", False), spec.get("favored_burst", 0))
     victims, verdicts = [], Counter()
     for pid, kind, flow in spec["packets"]:
         for part in ([pid, -pid] if kind == "frag4" else [pid]):
@@ -183,7 +187,7 @@ def random_spec(seed):
         packets.append([pid, kind, rng.randrange(6)])
         pid += 1
     return {"limit": rng.choice([3, 5, 8]), "nopushout": rng.random() < 0.3, "packets": packets,
-            "change_limit": rng.choice([None, None, 2])}
+            "change_limit": rng.choice([None, None, 2]), "favored_burst": rng.choice([0, 0, 1, 2])}
 
 
 HAND = {
@@ -197,6 +201,10 @@ HAND = {
                                                    [4, "arp", 0], [5, "arp", 0], [6, "udp6", 1]]},
     "change_limit": {"limit": 8, "change_limit": 3,
                      "packets": [[i, "udp4", i % 3] for i in range(1, 9)]},
+    # new flows 4, 5 and 5 (IPv6) queued as standard: 3 and 1 already make the head (2) wait for 2 favored
+    "favored_burst": {"limit": 10, "favored_burst": 2,
+                      "packets": [[1, "udp4", 1], [2, "udp4", 1], [3, "udp4", 2], [4, "udp4", 3], [5, "udp4", 4],
+                                  [6, "udp6", 5], [7, "udp4", 2]]},
 }
 
 
@@ -209,9 +217,10 @@ def test_crafted_packets_follow_algorithm_1(guest, name):
     q = res["qdisc"]
     assert res["noise"] == 0, f"{res['noise']} packets not ours went through the qdisc during the test"
     # xstats (the primer, flow udp/9999, is one more favored packet)
-    assert (q["favored"], q["standard"], q["pushouts"], q["drop_favored"], q["drop_standard"], q["drop_limit"]) == \
+    assert (q["favored"], q["standard"], q["pushouts"], q["drop_favored"], q["drop_standard"], q["drop_limit"],
+            q["demoted"]) == \
         (counters["favored"] + 1, counters["standard"], counters["pushouts"], counters["drop_favored"],
-         counters["drop_standard"], counters["drop_limit"])
+         counters["drop_standard"], counters["drop_limit"], counters["demoted"])
     assert q["drops"] == counters["pushouts"] + counters["drop_favored"] + counters["drop_standard"] + len(limit_drops)
     assert q["qlen"] == 0 and q["backlog"] == 0 and q["flows"] == 0
     # while backlogged (after push-outs and a limit change), the parent htb agrees with favor's counts
@@ -225,6 +234,35 @@ def test_crafted_packets_follow_algorithm_1(guest, name):
     vic_rows = [r for r in res["trace"] if r["verdict"] == "pushout_victim"]
     for r in vic_rows:
         assert r["dev"] == "d0" and r["src"] and r["proto"] in ("6", "17")
+
+
+FAVOR_COUNTERS = ["favored", "standard", "pushouts", "drop_favored", "drop_standard", "demoted"]
+
+
+@pytest.mark.parametrize("aqm", ["favor", "favourtail", "favor_burst1"])
+def test_favor_entries_carry_tcp_traffic(guest, aqm):
+    """config/aqms.yaml's sch_favor entries under the dumbbell's htb with the Table 1 bottleneck (8 packets,
+    10 Mb/s): four TCP streams share it at the bottleneck's rate, the options are the entry's, and the counters
+    add up (FavourTail pushes nothing out; only favored_burst demotes)."""
+    from orchestrate import experiment
+    topo = {"bottleneck_mbps": 10, "buffer_pkts": 8, "reverse_buffer_pkts": 8, "access_mbps": 100, "mtu": 1500}
+    entry = dict(experiment.aqm_setup(aqm, topo)["forward"], name=aqm)
+    assert entry["kind"] == "favor" and entry["args"][:2] == ["limit", "8"]
+    out = guest.run(f"python3 /opt/favorlab/testbed/tests/aqm_probe.py /opt/favorlab {shlex.quote(json.dumps([entry]))}",
+                    timeout=180)
+    r = json.loads(out.stdout.strip().splitlines()[-1])[aqm]
+    assert r["error"] is None, r["error"]
+    q = [x for x in r["qdisc"] if x.get("kind") == "favor"][0]
+    print(f"{aqm}: {r['received_mbps']:.2f} Mb/s, " + ", ".join(f"{k} {q[k]}" for k in FAVOR_COUNTERS))
+    assert 8.0 <= r["received_mbps"] <= 10.5
+    assert q["options"]["nopushout"] is (aqm == "favourtail")
+    assert q["options"]["favored_burst"] == (1 if aqm == "favor_burst1" else 0)
+    assert q["favored"] + q["standard"] > 2000                      # ~3300 packets in 4 s
+    assert q["drops"] == q["pushouts"] + q["drop_favored"] + q["drop_standard"] and q["drops"] > 0
+    if aqm == "favourtail":
+        assert q["pushouts"] == 0
+    if aqm != "favor_burst1":
+        assert q["demoted"] == 0
 
 
 def test_trace_rows_for_pushout(guest):

@@ -219,7 +219,9 @@ def test_plugin_parses_options_in_stock_tc(plugin):
     assert p.returncode != 0 and 'unknown flowkey "bogus"' in p.stderr
     p = tc(["flowkey", "dst", "flowkey", "bogus"])    # was accepted as flowkey dst
     assert p.returncode != 0 and '"flowkey" given twice' in p.stderr
-    p = tc(["limit", "8", "nopushout", "flowkey", "dst", "buckets", "64"])   # parsed: the kernel decides
+    p = tc(["favored_burst", "x"])
+    assert p.returncode != 0 and '"favored_burst" needs a number of packets' in p.stderr
+    p = tc(["limit", "8", "nopushout", "flowkey", "dst", "buckets", "64", "favored_burst", "1"])   # the kernel decides
     assert "favor:" not in p.stderr and ("unknown" in p.stderr or p.returncode == 0), p.stderr
 
 

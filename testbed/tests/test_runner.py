@@ -338,7 +338,7 @@ def test_persistent_flows_start_late_and_all_report(guest, tmp_path):
 # package's guest suite
 # (qdisc/tests/test_guest.py)
 # and the smoke pipeline, the P4 programs' on BMv2 (p4/tests)
-AQMS_TESTED_ELSEWHERE = {"favor", "favourtail", "run2c", "las", "riops", "qsdrr", "tdrr", "p4-favorqueue", "p4-droptail"}
+AQMS_TESTED_ELSEWHERE = {"favor", "favourtail", "favor_burst1", "run2c", "las", "riops", "qsdrr", "tdrr", "p4-favorqueue", "p4-droptail"}
 
 
 def _linux_aqms() -> dict:

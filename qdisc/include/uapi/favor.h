@@ -14,6 +14,9 @@ enum {
 	TCA_FAVOR_NOPUSHOUT,	/* u8: 1 = FavourTail (a favored arrival to a full queue is dropped) */
 	TCA_FAVOR_FLOWKEY,	/* u8: enum favor_flowkey */
 	TCA_FAVOR_BUCKETS,	/* u32: flow hash buckets (power of two), set at creation only */
+	TCA_FAVOR_FAVORED_BURST,	/* u32: 0 = off (Algorithm 1); else at most this many favored
+				 * packets are served while a standard packet waits (favor_core.h)
+				 */
 	__TCA_FAVOR_MAX
 };
 #define TCA_FAVOR_MAX (__TCA_FAVOR_MAX - 1)
@@ -49,6 +52,7 @@ struct tc_favor_xstats {
 	__u64	drop_limit;	/* packets dropped by lowering the limit (tc qdisc change) */
 	__u32	flows;		/* flows (hash buckets) with a packet queued now */
 	__u32	favored_qlen;	/* favored packets queued now */
+	__u64	demoted;	/* would have been favored, queued as standard by favored_burst */
 };
 
 #endif /* _UAPI_FAVOR_H */

@@ -42,7 +42,8 @@ def setup(spec):
     kind = spec.get("qdisc", "favor")
     args = ["limit", str(spec["limit"])] + [str(a) for a in spec.get("qdisc_args", [])]
     if kind == "favor":
-        args += ["buckets", "1048576", *(["nopushout"] if spec.get("nopushout") else [])]
+        args += ["buckets", "1048576", *(["nopushout"] if spec.get("nopushout") else []),
+                 *(["favored_burst", str(spec["favored_burst"])] if spec.get("favored_burst") else [])]
     # no IPv6 router solicitations in this namespace; MLD reports for the new address are let pass below
     for k in ("accept_ra", "router_solicitations"):
         with open(f"/proc/sys/net/ipv6/conf/default/{k}", "w") as f:
