@@ -222,8 +222,6 @@ static int favor_change(struct Qdisc *sch, struct nlattr *opt, struct netlink_ex
 {
 	struct favor_sched_data *q = qdisc_priv(sch);
 	struct nlattr *tb[TCA_FAVOR_MAX + 1];
-	unsigned int dropped_pkts = 0, dropped_bytes = 0;
-	struct sk_buff *skb;
 	int err;
 
 	if (!opt)
@@ -234,9 +232,7 @@ static int favor_change(struct Qdisc *sch, struct nlattr *opt, struct netlink_ex
 
 	sch_tree_lock(sch);
 	favor_apply(sch, tb);
-	while ((skb = favor_core_trim_one(&q->core)))
-		favorlab_drop_trimmed(sch, skb, &dropped_pkts, &dropped_bytes);
-	qdisc_tree_reduce_backlog(sch, dropped_pkts, dropped_bytes);
+	favorlab_trim(sch, favor_core_trim_one(&q->core));
 	sch_tree_unlock(sch);
 	return 0;
 }

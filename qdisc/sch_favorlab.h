@@ -31,8 +31,7 @@ static inline void favorlab_drop_queued(struct Qdisc *sch, struct sk_buff *victi
 
 /*
  * Free @skb, a queued packet removed under sch_tree_lock in change() after the limit shrank, and
- * add it to the totals the caller passes to qdisc_tree_reduce_backlog once the trimming is done
- * (one call for the lot, as sch_fq_codel_change does).
+ * add it to the totals passed to qdisc_tree_reduce_backlog once the trimming is done.
  */
 static inline void favorlab_drop_trimmed(struct Qdisc *sch, struct sk_buff *skb,
 					 unsigned int *pkts, unsigned int *bytes)
@@ -44,6 +43,22 @@ static inline void favorlab_drop_trimmed(struct Qdisc *sch, struct sk_buff *skb,
 	qdisc_qstats_drop(sch);
 	rtnl_kfree_skbs(skb, skb);
 }
+
+/*
+ * In change(), under sch_tree_lock and after the new options are in: drop what @trim_one (a call of
+ * the core's x_core_trim_one, NULL once the queue fits its limit) returns, then tell the parents
+ * once for the lot, as sch_fq_codel_change does. A macro, as each core's trim function takes its
+ * own core type.
+ */
+#define favorlab_trim(sch, trim_one)						\
+	do {									\
+		unsigned int pkts_ = 0, bytes_ = 0;				\
+		struct sk_buff *skb_;						\
+										\
+		while ((skb_ = (trim_one)))					\
+			favorlab_drop_trimmed(sch, skb_, &pkts_, &bytes_);	\
+		qdisc_tree_reduce_backlog(sch, pkts_, bytes_);			\
+	} while (0)
 
 /*
  * Account for @skb, the packet the core dequeued (NULL: nothing queued), and return it: what

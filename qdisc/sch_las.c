@@ -159,8 +159,6 @@ static int las_change(struct Qdisc *sch, struct nlattr *opt, struct netlink_ext_
 {
 	struct las_sched_data *q = qdisc_priv(sch);
 	struct nlattr *tb[TCA_LAS_MAX + 1];
-	unsigned int dropped_pkts = 0, dropped_bytes = 0;
-	struct sk_buff *skb;
 	int err;
 
 	if (!opt)
@@ -172,9 +170,7 @@ static int las_change(struct Qdisc *sch, struct nlattr *opt, struct netlink_ext_
 	sch_tree_lock(sch);
 	if (tb[TCA_LAS_LIMIT])
 		q->core.limit = nla_get_u32(tb[TCA_LAS_LIMIT]);
-	while ((skb = las_core_trim_one(&q->core)))
-		favorlab_drop_trimmed(sch, skb, &dropped_pkts, &dropped_bytes);
-	qdisc_tree_reduce_backlog(sch, dropped_pkts, dropped_bytes);
+	favorlab_trim(sch, las_core_trim_one(&q->core));
 	sch_tree_unlock(sch);
 	return 0;
 }

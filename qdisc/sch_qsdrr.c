@@ -185,8 +185,6 @@ static int qsdrr_change(struct Qdisc *sch, struct nlattr *opt, struct netlink_ex
 {
 	struct qsdrr_sched_data *q = qdisc_priv(sch);
 	struct nlattr *tb[TCA_QSDRR_MAX + 1];
-	unsigned int dropped_pkts = 0, dropped_bytes = 0;
-	struct sk_buff *skb;
 	int err;
 
 	if (!opt)
@@ -200,9 +198,7 @@ static int qsdrr_change(struct Qdisc *sch, struct nlattr *opt, struct netlink_ex
 		q->core.limit = nla_get_u32(tb[TCA_QSDRR_LIMIT]);
 	if (tb[TCA_QSDRR_QUANTUM])
 		q->core.quantum = nla_get_u32(tb[TCA_QSDRR_QUANTUM]);
-	while ((skb = qsdrr_core_trim_one(&q->core)))
-		favorlab_drop_trimmed(sch, skb, &dropped_pkts, &dropped_bytes);
-	qdisc_tree_reduce_backlog(sch, dropped_pkts, dropped_bytes);
+	favorlab_trim(sch, qsdrr_core_trim_one(&q->core));
 	sch_tree_unlock(sch);
 	return 0;
 }

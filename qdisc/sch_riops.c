@@ -283,9 +283,7 @@ static int riops_change(struct Qdisc *sch, struct nlattr *opt, struct netlink_ex
 {
 	struct riops_sched_data *q = qdisc_priv(sch);
 	struct nlattr *tb[TCA_RIOPS_MAX + 1];
-	unsigned int dropped_pkts = 0, dropped_bytes = 0;
 	struct riops_opts o = q->opts;
-	struct sk_buff *skb;
 	int err;
 
 	if (!opt)
@@ -296,9 +294,7 @@ static int riops_change(struct Qdisc *sch, struct nlattr *opt, struct netlink_ex
 
 	sch_tree_lock(sch);
 	riops_apply(q, &o, false, tb[TCA_RIOPS_LT] || tb[TCA_RIOPS_FIXED]);
-	while ((skb = riops_core_trim_one(&q->core)))
-		favorlab_drop_trimmed(sch, skb, &dropped_pkts, &dropped_bytes);
-	qdisc_tree_reduce_backlog(sch, dropped_pkts, dropped_bytes);
+	favorlab_trim(sch, riops_core_trim_one(&q->core));
 	sch_tree_unlock(sch);
 	return 0;
 }

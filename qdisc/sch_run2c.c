@@ -195,8 +195,6 @@ static int run2c_change(struct Qdisc *sch, struct nlattr *opt, struct netlink_ex
 {
 	struct run2c_sched_data *q = qdisc_priv(sch);
 	struct nlattr *tb[TCA_RUN2C_MAX + 1];
-	unsigned int dropped_pkts = 0, dropped_bytes = 0;
-	struct sk_buff *skb;
 	int err;
 
 	if (!opt)
@@ -207,9 +205,7 @@ static int run2c_change(struct Qdisc *sch, struct nlattr *opt, struct netlink_ex
 
 	sch_tree_lock(sch);
 	run2c_apply(sch, tb);
-	while ((skb = favor_core_trim_one(&q->core.q)))
-		favorlab_drop_trimmed(sch, skb, &dropped_pkts, &dropped_bytes);
-	qdisc_tree_reduce_backlog(sch, dropped_pkts, dropped_bytes);
+	favorlab_trim(sch, favor_core_trim_one(&q->core.q));
 	sch_tree_unlock(sch);
 	return 0;
 }

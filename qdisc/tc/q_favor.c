@@ -158,9 +158,7 @@ static int favor_print_xstats(struct qdisc_util *qu, FILE *f, struct rtattr *xst
 	(void)qu; (void)f;
 	if (!xstats)
 		return 0;
-	/* an older module may send a shorter struct: missing counters read as 0 */
-	memcpy(&st, RTA_DATA(xstats),
-	       RTA_PAYLOAD(xstats) < sizeof(st) ? RTA_PAYLOAD(xstats) : sizeof(st));
+	favorlab_copy_xstats(&st, sizeof(st), xstats);
 	print_color_u64(PRINT_ANY, COLOR_NONE, "favored", "  favored %llu", st.favored);
 	print_color_u64(PRINT_ANY, COLOR_NONE, "standard", " standard %llu", st.standard);
 	print_color_u64(PRINT_ANY, COLOR_NONE, "pushouts", " pushouts %llu", st.pushouts);

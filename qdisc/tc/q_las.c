@@ -86,9 +86,7 @@ static int las_print_xstats(struct qdisc_util *qu, FILE *f, struct rtattr *xstat
 	(void)qu; (void)f;
 	if (!xstats)
 		return 0;
-	/* an older module may send a shorter struct: missing counters read as 0 */
-	memcpy(&st, RTA_DATA(xstats),
-	       RTA_PAYLOAD(xstats) < sizeof(st) ? RTA_PAYLOAD(xstats) : sizeof(st));
+	favorlab_copy_xstats(&st, sizeof(st), xstats);
 	print_color_u64(PRINT_ANY, COLOR_NONE, "enqueued", "  enqueued %llu", st.enqueued);
 	print_color_u64(PRINT_ANY, COLOR_NONE, "pushouts", " pushouts %llu", st.pushouts);
 	print_color_u64(PRINT_ANY, COLOR_NONE, "drop_arrival", " drop_arrival %llu", st.drop_arrival);

@@ -197,9 +197,7 @@ static int qsdrr_print_xstats(struct qdisc_util *qu, FILE *f, struct rtattr *xst
 	(void)qu; (void)f;
 	if (!xstats)
 		return 0;
-	/* an older module may send a shorter struct: missing counters read as 0 */
-	memcpy(&st, RTA_DATA(xstats),
-	       RTA_PAYLOAD(xstats) < sizeof(st) ? RTA_PAYLOAD(xstats) : sizeof(st));
+	favorlab_copy_xstats(&st, sizeof(st), xstats);
 	print_color_u64(PRINT_ANY, COLOR_NONE, "enqueued", "  enqueued %llu", st.enqueued);
 	print_color_u64(PRINT_ANY, COLOR_NONE, "front_drops", " front_drops %llu", st.front_drops);
 	print_color_u64(PRINT_ANY, COLOR_NONE, "drop_own", " drop_own %llu", st.drop_own);

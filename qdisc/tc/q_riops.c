@@ -269,9 +269,7 @@ static int riops_print_xstats(struct qdisc_util *qu, FILE *f, struct rtattr *xst
 	(void)qu; (void)f;
 	if (!xstats)
 		return 0;
-	/* an older module may send a shorter struct: missing counters read as 0 */
-	memcpy(&st, RTA_DATA(xstats),
-	       RTA_PAYLOAD(xstats) < sizeof(st) ? RTA_PAYLOAD(xstats) : sizeof(st));
+	favorlab_copy_xstats(&st, sizeof(st), xstats);
 	print_color_u64(PRINT_ANY, COLOR_NONE, "enqueued_short", "  enqueued_short %llu", st.enqueued_short);
 	print_color_u64(PRINT_ANY, COLOR_NONE, "enqueued_long", " enqueued_long %llu", st.enqueued_long);
 	print_color_u64(PRINT_ANY, COLOR_NONE, "drop_limit", " drop_limit %llu", st.drop_limit);

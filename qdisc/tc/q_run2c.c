@@ -112,9 +112,7 @@ static int run2c_print_xstats(struct qdisc_util *qu, FILE *f, struct rtattr *xst
 	(void)qu; (void)f;
 	if (!xstats)
 		return 0;
-	/* an older module may send a shorter struct: missing counters read as 0 */
-	memcpy(&st, RTA_DATA(xstats),
-	       RTA_PAYLOAD(xstats) < sizeof(st) ? RTA_PAYLOAD(xstats) : sizeof(st));
+	favorlab_copy_xstats(&st, sizeof(st), xstats);
 	print_color_u64(PRINT_ANY, COLOR_NONE, "high", "  high %llu", st.high);
 	print_color_u64(PRINT_ANY, COLOR_NONE, "low", " low %llu", st.low);
 	print_color_u64(PRINT_ANY, COLOR_NONE, "pushouts", " pushouts %llu", st.pushouts);

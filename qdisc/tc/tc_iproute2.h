@@ -14,6 +14,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <string.h>
 #include <linux/netlink.h>
 #include <linux/rtnetlink.h>
 #include <linux/pkt_sched.h>
@@ -51,5 +52,15 @@ extern struct rtattr *addattr_nest(struct nlmsghdr *n, int maxlen, int type);
 extern int addattr_nest_end(struct nlmsghdr *n, struct rtattr *nest);
 extern int parse_rtattr_flags(struct rtattr *tb[], int max, struct rtattr *rta, int len,
 			      unsigned short flags);
+
+/*
+ * Not iproute2's, but what every favorlab plugin does with its qdisc's xstats: copy them into @st
+ * (@size bytes, zeroed by the caller). An older module may send a shorter struct (counters added
+ * since come last): the counters it lacks read as 0.
+ */
+static inline void favorlab_copy_xstats(void *st, size_t size, struct rtattr *xstats)
+{
+	memcpy(st, RTA_DATA(xstats), RTA_PAYLOAD(xstats) < size ? RTA_PAYLOAD(xstats) : size);
+}
 
 #endif /* _TC_IPROUTE2_H */

@@ -44,14 +44,6 @@ int h_enqueue(int id, u32 bucket, int *victim)
 	return verdict;
 }
 
-static int take(struct sk_buff *skb)
-{
-	int id = skb ? skb->id : -1;
-
-	free(skb);
-	return id;
-}
-
 int h_dequeue(void) { return take(favor_core_dequeue(&core)); }
 int h_peek(void)
 {

@@ -15,14 +15,6 @@ static struct las_core core;
 static struct las_bucket *tab;
 static u32 *heaps;
 
-static int take(struct sk_buff *skb)
-{
-	int id = skb ? skb->id : -1;
-
-	free(skb);
-	return id;
-}
-
 int h_init(u32 limit, u32 buckets)
 {
 	struct sk_buff *skb;

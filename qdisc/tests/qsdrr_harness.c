@@ -15,14 +15,6 @@ static struct qsdrr_core core;
 static struct qsdrr_bucket *tab;
 static u32 *heaps;
 
-static int take(struct sk_buff *skb)
-{
-	int id = skb ? skb->id : -1;
-
-	free(skb);
-	return id;
-}
-
 int h_init(u32 limit, u32 buckets, u32 quantum, u32 policy, u64 halflife_ns)
 {
 	struct sk_buff *skb;

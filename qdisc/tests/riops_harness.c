@@ -23,14 +23,6 @@ static inline u64 mul_u64_u64_div_u64(u64 a, u64 b, u64 c)
 static struct riops_core core;
 static struct riops_bucket *tab;
 
-static int take(struct sk_buff *skb)
-{
-	int id = skb ? skb->id : -1;
-
-	free(skb);
-	return id;
-}
-
 int h_init(u32 limit, u32 buckets, u64 now)
 {
 	struct sk_buff *skb;

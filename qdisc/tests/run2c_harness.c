@@ -48,14 +48,6 @@ int h_enqueue(int id, u32 bucket, int tcp, int syn, u32 seq, u32 tag, int *victi
 	return verdict;
 }
 
-static int take(struct sk_buff *skb)
-{
-	int id = skb ? skb->id : -1;
-
-	free(skb);
-	return id;
-}
-
 int h_dequeue(void) { return take(favor_core_dequeue(&core.q)); }
 int h_peek(void)
 {

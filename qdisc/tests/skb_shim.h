@@ -87,4 +87,13 @@ static inline struct sk_buff *__skb_dequeue_tail(struct sk_buff_head *l)
 	return skb;
 }
 
+/* For the harnesses' ctypes API, where packets are ints: @skb's id (-1 for none), and @skb freed. */
+static inline int take(struct sk_buff *skb)
+{
+	int id = skb ? skb->id : -1;
+
+	free(skb);
+	return id;
+}
+
 #endif /* _SKB_SHIM_H */
