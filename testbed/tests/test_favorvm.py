@@ -4,6 +4,7 @@ import importlib.util
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import time
@@ -172,7 +173,8 @@ def _alive(pid: int) -> bool:
 @pytest.mark.slow
 def test_boot_twice_is_one_vm_and_stop_leaves_nothing():
     """A guest of its own (the lifecycle is what is tested): a second start is the same VM, the kernel
-    is the one the image's manifest pins, and stop ends its QEMU and removes its overlay."""
+    is the one the image's manifest pins, and stop ends its QEMU, by its PID when the guest hangs, and removes
+    its overlay."""
     if not shutil.which("qemu-system-x86_64") or not shutil.which("debootstrap"):
         _no_guest("qemu-system-x86_64 or debootstrap is missing (./favorlab test installs them)")
     if os.geteuid() != 0:
@@ -194,6 +196,14 @@ def test_boot_twice_is_one_vm_and_stop_leaves_nothing():
                                text=True, timeout=60)
         assert uname.stdout.strip() == man["kernel"]["release"] == st["kernel"]
         assert man["packages"]["linux-image-" + st["kernel"]] == man["kernel"]["version"]
+        # a hung guest (its QEMU stopped: it answers nothing) is ended by its PID, not waited for
+        os.kill(pid, signal.SIGSTOP)
+        t1 = time.time()
+        hung = subprocess.run([str(FAVORVM), "stop", "--name", name, "--wait", "5"], capture_output=True,
+                              text=True, timeout=120)
+        print(f"stop of a hung guest: {time.time() - t1:.1f} s")
+        assert hung.returncode == 0, hung.stderr
+        assert "did not power off within 5 s: killing QEMU pid" in hung.stderr, hung.stderr
     finally:
         subprocess.run([str(FAVORVM), "stop", "--name", name], capture_output=True, timeout=180)
     assert not _alive(pid), f"QEMU pid {pid} left behind"
