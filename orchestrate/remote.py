@@ -174,6 +174,38 @@ class Ssh:
             raise RemoteError(f"rsync {src} -> {dst} failed: {p.stderr.strip()}")
 
 
+# Beside a run's captures: its logs, the favor trace, qdisc and nstat snapshots (MiB).
+DISK_MARGIN_MIB = 256
+
+
+def disk_need_mib(spec: dict) -> int:
+    """What a run leaves on the host's disk before it is copied back, estimated from run.json with room to
+    spare: snaplen bytes (and pcap's 16) of every packet at every capture point, about four bottlenecks' worth
+    of full-size packets a second in all (arrivals and departures at the bottleneck, the senders' own, the
+    ACKs), over the traffic, the drain and 30 s of probes, plus DISK_MARGIN_MIB."""
+    topo, cap = spec.get("topology", {}), spec.get("capture", {})
+    pps = float(topo.get("bottleneck_mbps") or 10) * 1e6 / 8 / 1500
+    seconds = float(spec.get("duration_s") or 0) + float(spec.get("drain_s") or 0) + 30
+    per_packet = min(int(cap.get("snaplen") or 1514), 1514) + 16
+    return int(4 * pps * seconds * per_packet / 2**20) + DISK_MARGIN_MIB
+
+
+def check_space(ssh: Ssh, where: str, need_mib: int) -> None:
+    """Fail before the run, naming the host, the space and the fix, when its disk cannot hold the run: a
+    run that fills the disk mid-way loses its captures and says so only in a tcpdump error."""
+    r = ssh.capture(f"df -Pk {shlex.quote(where)}", timeout=120)
+    try:
+        avail = int(r.stdout.strip().splitlines()[-1].split()[3]) // 1024
+    except (IndexError, ValueError):
+        raise RemoteError(f"cannot read the free space under {where} on {ssh.dest}: "
+                          f"{(r.stdout + r.stderr).strip()[-300:]}") from None
+    if avail < need_mib:
+        raise RemoteError(f"{ssh.dest} has {avail} MiB free under {where}; this run needs about {need_mib} MiB there "
+                          f"(its captures and logs until they are copied back). Fix: free space on that disk (a "
+                          f"failed run's directory stays in {REMOTE_ROOT} until its next attempt), or give the host "
+                          f"more (the local guest: image_size in testbed/vm/guest.conf)")
+
+
 def execute(ssh: Ssh, run_dir: Path, spec: Path | None, schedule: Path | None) -> Path:
     """One run on the host (see _execute); a failure on a host that no longer answers is Unreachable."""
     part = prepare_partial(run_dir, spec, schedule)
@@ -188,11 +220,13 @@ def execute(ssh: Ssh, run_dir: Path, spec: Path | None, schedule: Path | None) -
 
 
 def _execute(ssh: Ssh, run_dir: Path, part: Path) -> Path:
-    run_id = json.loads((part / "run.json").read_text()).get("run_id") or run_dir.name
+    spec = json.loads((part / "run.json").read_text())
+    run_id = spec.get("run_id") or run_dir.name
     remote = f"{REMOTE_ROOT}/{run_id}"
     print(f"remote: {run_id} -> {ssh.dest}:{remote}", flush=True)
     if ssh.run(f"rm -rf {shlex.quote(remote)} && mkdir -p {shlex.quote(remote)}"):
         raise RemoteError(f"cannot create {remote} on {ssh.dest} (is the host reachable and provisioned?)")
+    check_space(ssh, remote, disk_need_mib(spec))
     ssh.rsync(f"{part}/run.json", ssh.at(f"{remote}/"))
     ssh.rsync(f"{part}/schedule.csv", ssh.at(f"{remote}/"))
     rc = ssh.run(f"cd {REMOTE_REPO} && python3 -m testbed.runner --run-dir {shlex.quote(remote)}", stream=True)

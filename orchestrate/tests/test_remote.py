@@ -1,6 +1,7 @@
 """Controller side: the .partial -> final rename, stale partials, failures leave no run directory."""
 import json
 import shutil
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -80,6 +81,15 @@ class FakeSsh(remote.Ssh):
     def answers(self, timeout=90):
         return self.alive
 
+    free_kib = 50 * 2**20       # df's "Available" column of the fake host's disk
+
+    def capture(self, cmd, timeout=None):
+        self.commands.append(cmd)
+        assert cmd.startswith("df -Pk ")
+        out = ("Filesystem     1024-blocks    Used Available Capacity Mounted on\n"
+               f"/dev/vda         6082876 2000000 {self.free_kib} 40% /\n")
+        return subprocess.CompletedProcess(cmd, 0, out, "")
+
     def rsync(self, src, dst):
         if not self.alive:
             raise remote.RemoteError("rsync: connection unexpectedly closed (the host died)")
@@ -158,3 +168,26 @@ def test_vm_state_gives_ssh_coordinates(tmp_path, monkeypatch):
     assert t == {"host": "127.0.0.1", "port": 2299, "user": "root", "key": "/k", "known_hosts": "/kh"}
     ssh = remote.Ssh(**t)
     assert "UserKnownHostsFile=/kh" in ssh.opts and "2299" in ssh.opts and ssh.dest == "root@127.0.0.1"
+
+
+def test_a_host_short_of_disk_is_refused_before_the_run(tmp_path):
+    """A guest whose disk cannot hold the run's captures: a clear error naming the space and the fix, before
+    the runner starts (the runner's command is never sent), and nothing half-made left as a run."""
+    spec, sched = _inputs(tmp_path)
+    run_dir = tmp_path / "runs" / "r1"
+    ssh = FakeSsh(tmp_path / "host", runner_ok=True)
+    ssh.free_kib = 100 * 1024
+    need = remote.disk_need_mib(json.loads(spec.read_text()))
+    with pytest.raises(remote.RemoteError, match=rf"has 100 MiB free under /var/lib/favorlab/runs/.*needs about "
+                                                 rf"{need} MiB.*Fix: free space"):
+        remote.execute(ssh, run_dir, spec, sched)
+    assert not any(c.startswith("cd /opt/favorlab") for c in ssh.commands)
+    assert not run_dir.exists()
+
+
+def test_disk_need_grows_with_rate_duration_and_snaplen():
+    base = {"topology": {"bottleneck_mbps": 10}, "duration_s": 70, "drain_s": 20, "capture": {"snaplen": 128}}
+    n = remote.disk_need_mib(base)
+    assert remote.DISK_MARGIN_MIB < n < remote.DISK_MARGIN_MIB + 100          # ~40 MiB of captures at 10 Mb/s
+    assert remote.disk_need_mib(dict(base, topology={"bottleneck_mbps": 100})) > n + 300
+    assert remote.disk_need_mib(dict(base, capture={"snaplen": 1514})) > n + 300
