@@ -219,7 +219,8 @@ def test_provisioning_again_changes_nothing(shared_guest):
     name = shared_guest["vm_name"]
     first = shared_guest["provision_log"]
     if "changed=" in first:                 # provisioned in this session (not found already provisioned)
-        assert _recap(first)["changed"] > 0 and _recap(first)["failed"] == 0
+        first_recap = _recap(first)
+        assert first_recap["changed"] > 0 and first_recap["failed"] == 0
     st = json.loads(subprocess.run([str(FAVORVM), "status", "--name", name], capture_output=True, text=True,
                                    check=True).stdout)
     play = Path(sys.executable).parent / "ansible-playbook"
