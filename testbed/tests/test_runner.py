@@ -324,7 +324,11 @@ def test_persistent_flows_start_late_and_all_report(guest, tmp_path):
         raw = json.loads((run_dir / "persistent" / f"iperf3-{g['src']}-{g['dst']}.json").read_text())
         started = raw["start"]["timestamp"]["timesecs"] - plan["t0_unix"]
         print(f"{g['src']}-{g['dst']}: {g['streams']} stream(s) from t0 + {started:.2f} s")
-        assert 5 <= started <= 8, started        # whole seconds in iperf3's timestamp
+        # iperf3 stamps its start when its control connection is up, in whole seconds. The nine groups
+        # connect at once through the 8-packet buffer, so a SYN of theirs may be lost and resent after the
+        # profile's initial RTO (3 s): a group starts at start_s, or one initial RTO after it, never before.
+        latest = spec["workload"]["start_s"] + 2 + spec["tcp"]["initial_rto_ms"] / 1000
+        assert spec["workload"]["start_s"] - 1 <= started <= latest, started
         got = persistent.parse_iperf3_json(json.dumps(raw))
         assert len(got["streams"]) == g["streams"] and all(st["bytes"] > 0 for st in got["streams"])
         assert got["congestion"] == "cubic"
