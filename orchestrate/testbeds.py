@@ -47,6 +47,15 @@ VENV_BIN = Path(sys.executable).parent
 MARKER = "/run/favorlab/provisioned"
 
 
+def ansible_recap(out: str) -> dict:
+    """The counts of ansible-playbook's last PLAY RECAP line ("host : ok=3 changed=0 ... failed=0"):
+    how idempotence is read back (a second provisioning must report changed=0)."""
+    lines = [l for l in out.splitlines() if "ok=" in l and "changed=" in l]
+    if not lines:
+        raise ValueError("no PLAY RECAP line in the Ansible output")
+    return {k: int(v) for k, v in (kv.split("=") for kv in lines[-1].split(":", 1)[1].split())}
+
+
 def log(msg: str, out=None) -> None:
     print(f"testbed: {msg}", flush=True, file=out or sys.stdout)
 

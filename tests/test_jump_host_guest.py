@@ -12,6 +12,8 @@ the copy-back all go through it.
 
 The guest is the suites' shared one (conftest.py): the test adds the two logins and removes the
 provisioning marker (so the pipeline provisions again, through the jump), and removes the logins after.
+That second provisioning of a guest already provisioned with this code is also the roles' idempotence
+check: its Ansible recap must say changed=0 (the first one, the shared guest's, changed things).
 """
 import json
 import os
@@ -23,6 +25,8 @@ from pathlib import Path
 import pytest
 import yaml
 from test_pipeline import require_guest
+
+from orchestrate import testbeds
 
 REPO = Path(__file__).resolve().parents[1]
 FAVORVM = REPO / "testbed" / "vm" / "favorvm"
@@ -85,7 +89,7 @@ def jump(shared_guest, tmp_path):
 
 @pytest.mark.guest
 @pytest.mark.slow
-def test_smoke_run_as_a_sudo_user_through_a_jump_host(jump, tmp_path):
+def test_smoke_run_as_a_sudo_user_through_a_jump_host(jump, shared_guest, tmp_path):
     inv, st = jump
     cfg = yaml.safe_load((REPO / "config" / "smoke.yaml").read_text())
     cfg.update(name=NAME, aqms=["droptail"], testbed={"kind": "ssh", "inventory": str(inv), "host": "experiment"})
@@ -100,6 +104,19 @@ def test_smoke_run_as_a_sudo_user_through_a_jump_host(jump, tmp_path):
                        cwd=REPO, env=env,
                        capture_output=True, text=True, timeout=3600)
     assert p.returncode == 0, p.stdout[-4000:] + p.stderr[-4000:]
+
+    # provisioned again through the jump: every role idempotent, nothing changed on the guest
+    up_logs = list((results / "logs" / "testbeds").glob("up-*.log"))
+    assert len(up_logs) == 1, up_logs
+    up_log = up_logs[0].read_text()
+    assert "provisioning experiment with Ansible" in up_log, up_log[-3000:]
+    recap = testbeds.ansible_recap(up_log)
+    print(f"provisioning again through the jump: {recap}")
+    assert recap["changed"] == 0 and recap["failed"] == 0, \
+        "provisioning again changed something (a role is not idempotent):\n" + up_log[-4000:]
+    first = shared_guest["provision_log"]
+    if "changed=" in first:                 # the shared guest was provisioned in this session
+        assert testbeds.ansible_recap(first)["changed"] > 0
 
     run = results / "runs" / RUN_ID
     assert (run / "DONE").is_file() and (run / "fidelity.json").is_file()

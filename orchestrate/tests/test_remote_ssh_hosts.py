@@ -88,3 +88,14 @@ def test_testbeds_ssh_for_the_vm_as_root(argvs):
     assert argv[1:5] == ["-o", "UserKnownHostsFile=/c/known_hosts", "-o", "StrictHostKeyChecking=yes"]
     assert argv[argv.index("-p") + 1] == "40123" and argv[argv.index("-i") + 1] == "/k"
     assert argv[-2:] == ["root@127.0.0.1", "cat /m"]
+
+
+def test_ansible_recap_reads_the_last_play_recap():
+    """The idempotence check (tests/test_jump_host_guest.py) reads changed= from here: the last recap
+    line counts, not an earlier play's; output without a recap is an error, not zero changes."""
+    out = ("PLAY RECAP *********\nfavorlab-vm : ok=40 changed=12 unreachable=0 failed=0 skipped=3 rescued=0 ignored=0\n"
+           "PLAY RECAP *********\nexperiment : ok=41 changed=0 unreachable=0 failed=0 skipped=3 rescued=0 ignored=1\n")
+    assert testbeds.ansible_recap(out) == {"ok": 41, "changed": 0, "unreachable": 0, "failed": 0, "skipped": 3,
+                                           "rescued": 0, "ignored": 1}
+    with pytest.raises(ValueError, match="no PLAY RECAP"):
+        testbeds.ansible_recap("fatal: [experiment]: UNREACHABLE!\n")
