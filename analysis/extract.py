@@ -585,7 +585,9 @@ def scenario(spec):
                 size_mean_pkts=sizes.get("mean_pkts", ""), dataplane="p4" if forward.get("kind") == "p4" else "kernel",
                 # the chain's length and where its AQM sits: two chain sections differing only there must not pool
                 hops=topo.get("hops", CHAIN["hops"]) if chain else "",
-                aqm_hops="+".join(str(k) for k in topo.get("aqm_hops", CHAIN["aqm_hops"])) if chain else "")
+                aqm_hops="+".join(str(k) for k in topo.get("aqm_hops", CHAIN["aqm_hops"])) if chain else "",
+                # the synflood axis: runs under a flood are another scenario than the same runs without
+                flood_x=(spec.get("flood") or {}).get("rate_x", ""))
 
 
 def run_row(spec, fid, flows, nst, rundir, window, fav_unaligned, bneck):
@@ -600,7 +602,7 @@ def run_row(spec, fid, flows, nst, rundir, window, fav_unaligned, bneck):
                iw=sc["iw"], profile=sc["profile"], replication=spec.get("replication", ""),
                seed=spec.get("seed", ""), bottleneck_mbps=sc["bottleneck_mbps"], buffer_pkts=sc["buffer_pkts"],
                dataplane=sc["dataplane"], cc=sc["cc"], size_dist=sc["size_dist"], size_mean_pkts=sc["size_mean_pkts"],
-               topology=sc["topology"], hops=sc["hops"], aqm_hops=sc["aqm_hops"],
+               topology=sc["topology"], hops=sc["hops"], aqm_hops=sc["aqm_hops"], flood_x=sc["flood_x"],
                valid=int(bool(fid.get("valid"))), invalid_reasons="; ".join(fid.get("reasons", [])),
                flows_total=len(flows), flows_complete=sum(f["complete"] for f in flows),
                flows_in_metrics=len(m), flows_unmatched=sum(1 for f in flows if f["flow_id"] == ""))

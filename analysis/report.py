@@ -109,7 +109,7 @@ def provenance(runs, tables):
         return ", ".join(v) if v else "not recorded"
     mans = [r["manifest"] for r in runs]
     scen = [" ".join(str(t.get(k, "")) for k in ("topology", "bottleneck_mbps", "buffer_pkts", "iw", "profile", "cc",
-                                                 "size_dist", "size_mean_pkts", "dataplane", "hops", "aqm_hops")).strip()
+                                                 "size_dist", "size_mean_pkts", "dataplane", "hops", "aqm_hops", "flood_x")).strip()
             for t in tables]
     facts = [("favorlab commit of the runs", distinct(c for r in runs for c in r.get("commits", []))),
              ("favorlab commit of this report", favorlab_commit()),

@@ -79,6 +79,8 @@ class Run:
     sizes: tuple          # the size distribution's (key, value) pairs, sorted
     profile: str
     cc: str
+    # the synflood axis: the spoofed SYN flood's rate in multiples of the bottleneck (0: none)
+    flood_x: float = 0.0
     # where the run's other settings come from (cfg["matrix"]): not part of what the run is
     section: str = field(default="", compare=False)
     bottleneck: int = field(default=0, compare=False)
@@ -92,8 +94,9 @@ class Run:
     @property
     def cell(self) -> str:
         """Every axis but AQM, load, IW and replication: the part of the run id that names the scenario."""
+        flood = f"-syn{self.flood_x:g}x" if self.flood_x else ""
         return (f"{self.scenario}-{self.bottleneck_mbps:g}M-buf{self.buffer_pkts}-{self.size_tag}"
-                f"-{self.profile}-{self.cc}")
+                f"-{self.profile}-{self.cc}{flood}")
 
     @property
     def run_id(self) -> str:
@@ -102,8 +105,9 @@ class Run:
     @property
     def schedule_id(self) -> str:
         # The schedule depends on what offers the load (scenario, bottleneck rate, sizes), not on the AQM,
-        # buffer, IW or congestion control: every AQM (and buffer, IW, cc) of a comparison replays the same
-        # flows, so flows can be paired (Delta_i, F10; the buffer sweep of F9).
+        # buffer, IW, congestion control or flood: every AQM (and buffer, IW, cc, flood rate) of a comparison
+        # replays the same flows, so flows can be paired (Delta_i, F10; the buffer sweep of F9; the same
+        # legitimate flows with and without a SYN flood).
         return f"{self.scenario}-{self.bottleneck_mbps:g}M-{self.size_tag}_load{self.load:.2f}_rep{self.replication}"
 
 
@@ -219,11 +223,15 @@ SCENARIOS = {"dumbbell": {"topology": "dumbbell", "workload": "web"},
              "persistent": {"topology": "dumbbell", "workload": "persistent"},
              "chain": {"topology": "chain", "workload": "reference"}}
 PERSISTENT_DEFAULTS = {"flows": 50, "start_s": 40.0}
+# the synflood axis (FavorQueue paper, Section 9.1): rates_x 0 is the run without a flood; the attacker is a left
+# host (its flood shares its access link with its own flows), the target a right host's flow server port;
+# the spoofed sources come from a prefix no host has (workloads.synflood)
+SYNFLOOD_DEFAULTS = {"rates_x": [0.0], "attacker": "a1", "target": "b1", "spoof": "10.66.0.0/16"}
 # the chain's cross traffic starts this long before t0, so the hops' queues are loaded when the reference
 # user's first flow is due (ten Reno flows of RTT <= 202 ms leave slow start within a few seconds)
 REFERENCE_DEFAULTS = {"warmup_cross_s": 10.0}
 # keys a section may give; the others (name, seed, testbed, attempts, workload_impl) are the pipeline's
-SECTION_KEYS = ("scenario", "persistent", "reference", "topology", "bottlenecks", "aqms", "loads", "reverse_load", "iw",
+SECTION_KEYS = ("scenario", "persistent", "reference", "synflood", "topology", "bottlenecks", "aqms", "loads", "reverse_load", "iw",
                 "tcp_profile", "cc", "replications", "duration_s", "warmup_s", "drain_s", "sizes", "capture",
                 "trace_favor", "fidelity")
 # topology keys of one kind only: given by a section of the other kind they are an error, inherited from
@@ -249,7 +257,8 @@ def _resolve_section(cfg: dict, sec: dict, where: str, problems: list) -> dict:
     """A section with every key given (its own, else the config's) and its axes as lists: bottlenecks
     (complete topology overrides), sizes, cc. Problems are appended, not raised, so all are told at once."""
     r = {k: json.loads(json.dumps(sec.get(k, cfg.get(k)))) for k in SECTION_KEYS
-         if k not in ("topology", "bottlenecks", "sizes", "cc", "capture", "fidelity", "persistent", "reference")}
+         if k not in ("topology", "bottlenecks", "sizes", "cc", "capture", "fidelity", "persistent", "reference",
+                      "synflood")}
     r.update(name=sec["name"], where=where, figures=sec.get("figures", []))
     r["capture"] = dict(DEFAULTS["capture"], **cfg.get("capture", {}), **sec.get("capture", {}))
     r["fidelity"] = dict(FIDELITY_DEFAULTS, **cfg.get("fidelity", {}), **sec.get("fidelity", {}))
@@ -319,10 +328,31 @@ def _resolve_section(cfg: dict, sec: dict, where: str, problems: list) -> dict:
     elif "persistent" in sec or ("persistent" in cfg and not cfg.get("sections")):
         problems.append(f"{where}: persistent is for scenario 'persistent' (this is {r['scenario']!r}). "
                         f"Fix: remove it, or set scenario: persistent.")
+    r["synflood"] = dict(SYNFLOOD_DEFAULTS, **cfg.get("synflood", {}), **sec.get("synflood", {}))
+    _synflood_problems(r, where, problems)
     if r["warmup_s"] >= r["duration_s"]:
         problems.append(f"{where}: warmup_s ({r['warmup_s']}) must be below duration_s "
                         f"({r['duration_s']}). Fix: lower warmup_s or raise duration_s.")
     return r
+
+
+def _synflood_problems(r: dict, where: str, problems: list) -> None:
+    """The flood needs the dumbbell (an attacker among the left hosts, a target among the right ones)."""
+    f = r["synflood"]
+    if not any(f["rates_x"]):
+        return
+    if SCENARIOS[r["scenario"]]["topology"] != "dumbbell":
+        problems.append(f"{where}: synflood is for the dumbbell's scenarios (this is {r['scenario']!r}). "
+                        f"Fix: remove synflood.rates_x, or use scenario dumbbell or persistent.")
+        return
+    from topologies import dumbbell
+    left, right = dumbbell.HOSTS[:3], dumbbell.HOSTS[3:]
+    if f["attacker"] not in left:
+        problems.append(f"{where}: synflood.attacker {f['attacker']!r} is not a left host. Fix: use one of "
+                        f"{', '.join(left)}.")
+    if f["target"] not in right:
+        problems.append(f"{where}: synflood.target {f['target']!r} is not a right host. Fix: use one of "
+                        f"{', '.join(right)}.")
 
 
 def chain_topology(topo: dict) -> dict:
@@ -545,7 +575,8 @@ def _all_runs(cfg: dict) -> list[Run]:
                 for cc in sec["cc"]:
                     out += [Run(cfg["name"], sec["scenario"], aqm, float(load), int(iw), rep,
                                 float(b["bottleneck_mbps"]), int(b["buffer_pkts"]), tuple(sorted(sizes.items())),
-                                sec["tcp_profile"], cc, section=sec["name"], bottleneck=bi)
+                                sec["tcp_profile"], cc, flood_x=float(fx), section=sec["name"], bottleneck=bi)
+                            for fx in sec["synflood"]["rates_x"]
                             for load in sec["loads"] for iw in sec["iw"] for rep in range(sec["replications"])
                             for aqm in sec["aqms"]]
     return out
@@ -647,7 +678,18 @@ def run_spec(cfg: dict, run: Run) -> dict:
         "trace_favor": bool(sec["trace_favor"]),
         "workload_impl": cfg["workload_impl"],
         "fidelity": sec["fidelity"],
+        "flood": _flood_spec(sec, run),
     }
+
+
+def _flood_spec(sec: dict, run: Run) -> dict | None:
+    """run.json's flood: what the runner starts on the attacker (workloads.synflood), or None."""
+    if not run.flood_x:
+        return None
+    from workloads import synflood
+    f = sec["synflood"]
+    return {"kind": "synflood", "rate_x": run.flood_x, "pps": synflood.flood_pps(run.flood_x, run.bottleneck_mbps),
+            "attacker": f["attacker"], "target": f["target"], "spoof": f["spoof"]}
 
 
 def _capture_points(topo: dict) -> list[str]:

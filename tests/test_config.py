@@ -16,7 +16,7 @@ def smoke():
     return yaml.safe_load((REPO / "config" / "smoke.yaml").read_text())
 
 
-@pytest.mark.parametrize("name", ["smoke", "quick", "paper", "figures", "aqm-bench"])
+@pytest.mark.parametrize("name", ["smoke", "quick", "paper", "figures", "aqm-bench", "synflood"])
 def test_shipped_configs_are_valid(name):
     cfg = experiment.load(REPO / "config" / f"{name}.yaml")
     assert cfg["name"] == name
@@ -377,3 +377,34 @@ def test_figures_config_chain_section():
     spec = experiment.run_spec(cfg, runs[0])
     assert spec["topology"]["aqm_hops"] == [1] and spec["topology"]["hops"] == 5
     assert 100 <= spec["duration_s"] < 5000
+
+
+def test_synflood_is_an_axis_that_keeps_the_schedule():
+    """Each flood rate is a run of its own (its id says the rate), every rate replays the same schedule (the
+    legitimate flows pair up with and without the flood), and run.json tells the runner what to start."""
+    cfg = experiment.load(REPO / "config" / "synflood.yaml")
+    runs = experiment.runs(cfg)
+    assert len(runs) == 12 and {r.flood_x for r in runs} == {0.0, 0.5, 1.0, 2.0}
+    by = {(r.aqm, r.flood_x): r for r in runs}
+    assert by[("favor", 0.0)].run_id == "dumbbell-10M-buf8-pareto30-paper-reno_favor_load0.50_iw2_rep0"
+    assert by[("favor", 1.0)].run_id == "dumbbell-10M-buf8-pareto30-paper-reno-syn1x_favor_load0.50_iw2_rep0"
+    assert len({r.schedule_id for r in runs}) == 1
+    spec = experiment.run_spec(cfg, by[("favor_burst1", 0.5)])
+    assert spec["flood"] == {"kind": "synflood", "rate_x": 0.5, "pps": pytest.approx(10e6 / 8 / 54 / 2),
+                             "attacker": "a1", "target": "b1", "spoof": "10.66.0.0/16"}
+    assert experiment.run_spec(cfg, by[("droptail", 0.0)])["flood"] is None
+
+
+@pytest.mark.parametrize("change, words", [
+    ({"synflood": {"rates_x": [1], "attacker": "b1"}}, ["'b1'", "attacker"]),
+    ({"synflood": {"rates_x": [1], "target": "a2"}}, ["'a2'", "target"]),
+    ({"scenario": "chain", "loads": [0], "synflood": {"rates_x": [1]}}, ["synflood is for the dumbbell", "chain"]),
+])
+def test_synflood_misuse_is_named(change, words):
+    cfg = yaml.safe_load((REPO / "config" / "synflood.yaml").read_text())
+    cfg.update(change)
+    if cfg["scenario"] == "chain":
+        cfg["topology"] = {"bottleneck_mbps": 10, "buffer_pkts": 8}
+    with pytest.raises(experiment.ConfigError) as e:
+        experiment.validate(cfg)
+    assert all(w in str(e.value) for w in words), str(e.value)

@@ -61,6 +61,17 @@ def addresses() -> dict:
     return plan
 
 
+def spoof_route_cmds(prefix: str, attacker: str) -> dict[str, list[list[str]]]:
+    """Routes for a flood's spoofed source prefix (the synflood axis), per router. The target answers every SYN
+    (a SYN-ACK, or a cookie once its backlog is full) toward the spoofed address: rr sends that backscatter
+    back over the bottleneck's reverse direction, as it would go toward the Internet, and rl on to the
+    attacker's port, where the attacker, not forwarding, drops it. Without them rr would answer the target
+    with ICMP unreachable and the reverse path would carry none of it."""
+    plan = addresses()
+    return {"rr": [["ip", "route", "replace", prefix, "via", plan["routers"]["rl"]["rl-eth1"].split("/")[0]]],
+            "rl": [["ip", "route", "replace", prefix, "via", plan["hosts"][attacker]["ip"]]]}
+
+
 def hosts_json(topo: dict) -> dict:
     """What hosts.json holds: per host its address and one-way access delay; per path the configured RTT."""
     plan = addresses()

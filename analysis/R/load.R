@@ -30,7 +30,7 @@ assemble_tables <- function(runs, fl, pers = data.table()) {
 
 # What makes two runs comparable apart from AQM, load and replication (analysis/claims.yaml, "scenario").
 SCENARIO_COLS <- c("scenario", "topology", "bottleneck_mbps", "buffer_pkts", "iw", "profile", "cc", "size_dist", "size_mean_pkts",
-                   "dataplane", "hops", "aqm_hops")
+                   "dataplane", "hops", "aqm_hops", "flood_x")
 
 # Tables extracted before run.csv carried every scenario column get what can be derived (dataplane from
 # the AQM's name, topology from the scenario) and "" for the rest, so they still group consistently.
@@ -48,7 +48,7 @@ with_scenario <- function(runs) {
 }
 
 # One readable key per scenario, e.g. "dumbbell 10Mb/s buf8 IW2 paper/reno pareto-mean30 kernel" (a chain's adds
-# its length and where its AQM sits: "... kernel 5hops AQM@hop1"); `drop` leaves
+# its length and where its AQM sits: "... kernel 5hops AQM@hop1"; a run under a SYN flood "... SYN flood 1x"); `drop` leaves
 # axes out (the buffer of a buffer sweep, the IW of an IW sweep). It opens with the scenario's name
 # (persistent, chain), or the topology's where the scenario is just its topology (dumbbell).
 scenario_key <- function(d, drop = character()) {
@@ -57,7 +57,8 @@ scenario_key <- function(d, drop = character()) {
   name <- ifelse(v("scenario") == "" | v("scenario") == v("topology"), v("topology"), v("scenario"))
   key <- paste(name, tag(v("bottleneck_mbps"), post = "Mb/s"), tag(v("buffer_pkts"), "buf"), tag(v("iw"), "IW"),
                paste0(v("profile"), tag(v("cc"), "/")), paste0(v("size_dist"), tag(v("size_mean_pkts"), "-mean")),
-               v("dataplane"), tag(v("hops"), post = "hops"), tag(v("aqm_hops"), "AQM@hop"))
+               v("dataplane"), tag(v("hops"), post = "hops"), tag(v("aqm_hops"), "AQM@hop"),
+               tag(v("flood_x"), "SYN flood ", "x"))
   trimws(gsub(" +", " ", key))
 }
 

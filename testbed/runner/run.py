@@ -344,6 +344,28 @@ def foreign_packets(pcap: Path, own: list[str], keep: int = 5) -> tuple[int, lis
     return len(lines), lines[:keep]
 
 
+def capture_filter(spec: dict) -> str:
+    """tcpdump's filter for every capture: IPv4, less a flood's spoofed prefix (its SYNs and their backscatter:
+    tens of thousands of packets a second that the analysis does not read; flood.json and the qdiscs'
+    statistics count them)."""
+    flood = spec.get("flood")
+    return f"ip and not net {flood['spoof']}" if flood else "ip"
+
+
+def flood_check(summary: Path, pps_wanted: float, min_share: float = 0.95) -> dict:
+    """The flood's rate as a fidelity check: the SYNs it sent over its duration against the rate asked."""
+    from workloads import synflood
+    try:
+        s = synflood.read_summary(summary)
+    except synflood.FloodError as e:
+        return {"synflood_rate": {"configured": round(pps_wanted, 1), "measured": str(e), "ok": False}}
+    rate = s["sent"] / s["duration_s"]
+    return {"synflood_rate": {"configured": f">= {min_share:g} x {pps_wanted:.0f} SYNs/s",
+                              "measured": {"pps": round(rate, 1), "missed": s["missed"],
+                                           "send_errors": s["send_errors"]},
+                              "ok": rate >= min_share * pps_wanted}}
+
+
 def capture_points(hostsj: dict) -> dict:
     """name -> (node, intf) of every tcpdump: the topology's own capture_points when hosts.json has them
     (the chain: topologies.chain.capture_points), else the dumbbell's (a sender-<h> per host, bneck-in/out)."""
@@ -465,6 +487,7 @@ def process_group(comm: str, cmd: str) -> str:
     for needle, group in (("workloads.client", "workload client"), ("workloads.server", "workload server"),
                           ("workloads.reference", "workload client"),
                           ("favorflow client", "workload client"), ("favorflow server", "workload server"),
+                          ("favorflow synflood", "SYN flood"),
                           ("workloads.persistent", "workload persistent"), ("favor_trace", "favor trace"),
                           ("testbed.runner", "runner")):
         if needle in cmd:
@@ -635,6 +658,10 @@ class Run:
             self.hostsj = dumbbell.hosts_json(topo)
             (self.dir / "hosts.json").write_text(json.dumps(self.hostsj, indent=2) + "\n")
             self.net = dumbbell.build(topo, s["aqm"], log=self.log, p4_log=self.dir / "log" / "simple_switch.log")
+            if s.get("flood"):
+                for node, cmds in dumbbell.spoof_route_cmds(s["flood"]["spoof"], s["flood"]["attacker"]).items():
+                    for c in cmds:
+                        dumbbell.run_in(self.net.get(node), c)
         else:
             self.hostsj = topomod.hosts_json(s["topology"])
             (self.dir / "hosts.json").write_text(json.dumps(self.hostsj, indent=2) + "\n")
@@ -705,6 +732,8 @@ class Run:
         self.log(f"clients started, t0 {t0:.3f}, stop at {stop_at:.3f}")
         if s.get("workload", {}).get("kind") == "persistent":
             self.start_persistent(t0)
+        if s.get("flood"):
+            self.start_flood(t0)
         # CPU samples from 3 s before t0 as with the former fixed lead: a longer idle lead must not dilute them
         time.sleep(max(0.0, t0 - 3.0 - time.time()))
         cpu.start()
@@ -720,6 +749,8 @@ class Run:
             self.install_reference_schedule()
         if self.persistent is not None:
             self.stop_persistent(stop_at)
+        if "flood" in self.procs:
+            self.stop_flood(t0)
         if self.cross is not None:
             self.stop_cross(stop_at)
         cpu.halt.set()
@@ -764,10 +795,11 @@ class Run:
     def start_captures(self):
         snap = str(self.spec["capture"]["snaplen"])
         points = capture_points(self.hostsj)
+        flt = capture_filter(self.spec)
         for name, (node, intf) in points.items():
             self.procs[f"pcap-{name}"] = popen(
                 ["tcpdump", "-i", intf, "-s", snap, "-B", "16384", "-n", "-w",
-                 str(self.dir / "pcap" / f"{name}.pcap"), "ip"], self.net.get(node),
+                 str(self.dir / "pcap" / f"{name}.pcap"), flt], self.net.get(node),
                 stdout=subprocess.DEVNULL, stderr=(self.dir / "log" / f"tcpdump-{name}.err").open("w"))
         time.sleep(1.0)
         self.log(f"captures started: {', '.join(points)}")
@@ -830,6 +862,31 @@ class Run:
                 cwd=REPO, cgroup=self.cgroup_path(),
                 stdout=(self.dir / "log" / f"server-{h}.out").open("w"), stderr=subprocess.STDOUT)
         self.log("servers started")
+
+    def start_flood(self, t0: float):
+        """The synflood axis' attacker (workloads.synflood: favorflow synflood) in its host's namespace, from t0
+        for duration_s, at the rate run.json gives, toward the target's flow server port. Outside the run's
+        cgroup: its raw socket makes no TCP connection for the initial-RTO program to touch."""
+        from workloads import synflood
+        f, s = self.spec["flood"], self.spec
+        target = self.hostsj["hosts"][f["target"]]["ip"]
+        cmd = synflood.synflood_cmd(str(FAVORFLOW), target, 5001, f["pps"], s["duration_s"],
+                                    str(self.dir / "flood.json"), seed=int(s.get("seed") or 1), start_at=t0,
+                                    spoof=f["spoof"])
+        self.procs["flood"] = popen(cmd, self.net.get(f["attacker"]), cwd=REPO,
+                                    stdout=(self.dir / "log" / "flood.out").open("w"), stderr=subprocess.STDOUT)
+        self.log(f"SYN flood: {f['rate_x']:g}x the bottleneck, {f['pps']:.0f} SYNs/s from {f['attacker']} "
+                 f"(sources {f['spoof']}) to {f['target']}:5001, from t0 for {s['duration_s']:g} s")
+
+    def stop_flood(self, t0: float):
+        """Wait for the attacker (it ends with the traffic); its rate is a fidelity check: a run whose flood
+        fell short of its rate (a guest short of CPU) is not the run its config asked for."""
+        p = self.procs.pop("flood")
+        try:
+            p.wait(timeout=max(5.0, t0 + self.spec["duration_s"] + 30 - time.time()))
+        except subprocess.TimeoutExpired:
+            stop(p)
+        self.checks.update(flood_check(self.dir / "flood.json", self.spec["flood"]["pps"]))
 
     def start_persistent(self, t0: float):
         """Section 5.3's long-lived flows (workloads.persistent: iperf3 groups over the nine paths), from

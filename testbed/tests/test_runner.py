@@ -815,3 +815,23 @@ def test_foreign_packets_in_a_capture_are_counted_and_shown(tmp_path):
     assert "0.0.0.0.68 > 255.255.255.255.67" in first[0] and "10.9.9.9" in first[1]
     wrpcap(str(f), pkts[:2])
     assert runmod.foreign_packets(f, own) == (0, [])
+
+
+def test_synflood_routes_capture_filter_and_rate_check(tmp_path):
+    """The synflood axis: the spoofed prefix routed so the backscatter crosses the reverse bottleneck and
+    ends at the attacker; every capture leaves the flood out; a flood short of its rate makes the run invalid."""
+    assert dumbbell.spoof_route_cmds("10.66.0.0/16", "a2") == {
+        "rr": [["ip", "route", "replace", "10.66.0.0/16", "via", "10.0.0.1"]],
+        "rl": [["ip", "route", "replace", "10.66.0.0/16", "via", "10.1.0.2"]]}
+    assert runmod.capture_filter({"flood": None}) == "ip"
+    assert runmod.capture_filter({"flood": {"spoof": "10.66.0.0/16"}}) == "ip and not net 10.66.0.0/16"
+    summary = tmp_path / "flood.json"
+    assert runmod.flood_check(summary, 1000)["synflood_rate"]["ok"] is False       # no summary: invalid
+    summary.write_text(json.dumps({"sent": 28000, "send_errors": 0, "missed": 2000, "pps_wanted": 1000,
+                                   "pps_reached": 933.0, "duration_s": 30}))
+    c = runmod.flood_check(summary, 1000)["synflood_rate"]
+    assert c["ok"] is False and c["measured"]["missed"] == 2000                       # 933/s < 950/s
+    summary.write_text(json.dumps({"sent": 29400, "send_errors": 0, "missed": 0, "pps_wanted": 1000,
+                                   "pps_reached": 980.0, "duration_s": 30}))
+    assert runmod.flood_check(summary, 1000)["synflood_rate"]["ok"] is True
+    assert runmod.process_group("favorflow", "/opt/favorlab/workloads/go/bin/favorflow synflood --dst x") == "SYN flood"
