@@ -395,8 +395,9 @@ baseline_claims <- function(cl, t, fl, scen_key) {
 is_table1 <- function(d) {
   sc <- if ("scenario" %in% names(d)) as.character(d$scenario) else rep("", nrow(d))
   b <- num(d$bottleneck_mbps); q <- num(d$buffer_pkts); m <- num(d$size_mean_pkts)
+  fx <- if ("flood_x" %in% names(d)) num(d$flood_x) else rep(NA_real_, nrow(d))   # a SYN flood is not Table 1
   sc %in% c("dumbbell", "") & as.character(d$size_dist) %in% c("pareto", "") & (is.na(m) | m == 30) &
-    (is.na(q) | (b %in% 10 & q %in% 8) | (b %in% 100 & q %in% 83))
+    (is.na(q) | (b %in% 10 & q %in% 8) | (b %in% 100 & q %in% 83)) & (is.na(fx) | fx == 0)
 }
 
 # C16 and C18: judged across one axis (buffer, IW) within a scenario that is otherwise the same.
@@ -535,6 +536,46 @@ claim_C17 <- function(cl, t) {
   })
 }
 
+# C19 (Section 9.1): under a spoofed SYN flood, FaQ's legitimate flows fare no worse than DropTail's. Judged per
+# scenario key with a flood (runs' flood_x > 0) on the schedules that have a valid DropTail and a valid FaQ run:
+# every forward flow scheduled in the window (finished or not) is paired by flow id; the completed share, FaQ -
+# DropTail, and the mean latency of the flows completed under both, DropTail - FaQ, each with a bootstrap
+# interval over flows; "no_worse" on both (claims.yaml).
+NO_FLOOD <- "needs valid runs under a SYN flood (config/synflood.yaml: synflood.rates_x above 0)"
+flood_scens <- function(t) {
+  r <- t$runs
+  if (!nrow(r) || !"flood_x" %in% names(r)) return(character())
+  sort(unique(r[!is.na(num(flood_x)) & num(flood_x) > 0]$scen))
+}
+claim_C19 <- function(cl, t) {
+  scens <- flood_scens(t)
+  if (!length(scens) || !nrow(t$flows) || !"in_window" %in% names(t$flows)) return(list(not_run(cl, NO_FLOOD)))
+  lapply(scens, function(s) {
+    w <- t$flows[scen == s & valid == 1 & in_window == "1" & direction %in% c("forward", "")]
+    by <- c("load", "replication", "flow_id")
+    a <- w[aqm_is_dt(aqm), c(by, "complete", "latency_s", "run_id"), with = FALSE]
+    b <- w[aqm_is_faq(aqm), c(by, "complete", "latency_s", "run_id"), with = FALSE]
+    p <- merge(a, b, by = by, suffixes = c(".a", ".b"))
+    n <- sprintf("%d paired flows", nrow(p))
+    if (nrow(p) < cl$min_sample$paired_flows)
+      return(row(cl, s, "", "", n, INSUFF, runs_text(c(a$run_id, b$run_id)),
+                 sprintf("fewer than %d flows scheduled in the window of a valid DropTail and a valid FaQ run", cl$min_sample$paired_flows)))
+    p[, `:=`(done.a = complete.a == "1", done.b = complete.b == "1", lat.a = num(latency_s.a), lat.b = num(latency_s.b))]
+    stat <- function(d) {
+      both <- d$done.a & d$done.b
+      c(mean(d$done.b) - mean(d$done.a), if (any(both)) mean(d$lat.a[both]) - mean(d$lat.b[both]) else NA_real_)
+    }
+    ci <- boot_ci(p, stat)
+    st <- c(no_worse_status(ci$lo[1], ci$hi[1]), no_worse_status(ci$lo[2], ci$hi[2]))
+    row(cl, s, sprintf("completed DT %s, FaQ %s (FaQ - DT %+.1f points); mean latency of the %d completed under both DT - FaQ %+.3f s",
+                       pct(mean(p$done.a)), pct(mean(p$done.b)), 100 * ci$est[1], sum(p$done.a & p$done.b), ci$est[2]),
+        sprintf("%s; %s (%s)", fmt_ci(ci$lo[1], ci$hi[1], function(v) sprintf("%+.1f points", 100 * v)),
+                fmt_ci(ci$lo[2], ci$hi[2], function(v) sprintf("%+.3f s", v)), ci$method),
+        n, combine(st), runs_text(c(p$run_id.a, p$run_id.b)),
+        "counted: every legitimate forward flow scheduled in the window, finished or not; the flood's SYNs are not flows")
+  })
+}
+
 verdict <- function(t, claims = read_claims()) {
   fl <- metric_flows(t)
   base <- if (nrow(fl)) sort(unique(fl[num(iw) == 2 & is_table1(fl)]$scen)) else character()
@@ -544,6 +585,7 @@ verdict <- function(t, claims = read_claims()) {
       if (!length(base)) list(not_run(cl, "needs valid runs of the Table 1 scenario with IW 2"))
       else lapply(base, function(s) baseline_claims(cl, t, fl, s))
     } else if (cl$scenario == "chain") claim_C17(cl, t)   # decides itself: a chain run that is invalid is insufficient data
+    else if (cl$scenario == "synflood") claim_C19(cl, t)
     else if (!nrow(fl)) list(not_run(cl, "no valid runs"))
     else if (cl$scenario == "buffer_sweep") sweep_claim(cl, t, copy(fl[num(iw) == 2]), "buffer_pkts")
     else if (cl$scenario == "iw_sweep") sweep_claim(cl, t, copy(fl), "iw")
