@@ -223,7 +223,7 @@ def test_run_csv_carries_the_scenario_columns(tables, tmp_path):
             "sizes": {"distribution": "pareto", "mean_pkts": 12.5}}
     assert ex.scenario(spec) == dict(topology="parking-lot", bottleneck_mbps=2.5, buffer_pkts=60, iw=10, profile="linux",
                                      cc="cubic", size_dist="pareto", size_mean_pkts=12.5, dataplane="p4", hops="",
-                                     aqm_hops="")
+                                     aqm_hops="", flood_x="")
     # AQM, load and replication are not part of it
     other = dict(spec, aqm={"name": "p4-droptail", "forward": {"kind": "p4"}}, load=0.1, replication=0)
     assert ex.scenario(other) == ex.scenario(spec)
@@ -234,6 +234,9 @@ def test_run_csv_carries_the_scenario_columns(tables, tmp_path):
     assert (ex.scenario(chain)["hops"], ex.scenario(chain)["aqm_hops"]) == (5, "1")
     both = dict(chain, topology=dict(chain["topology"], hops=3, aqm_hops=[1, 3]))
     assert (ex.scenario(both)["hops"], ex.scenario(both)["aqm_hops"]) == (3, "1+3")
+    # a SYN flood's rate is part of it: the legitimate flows under a flood do not pool with those without
+    flooded = dict(spec, flood={"kind": "synflood", "rate_x": 1.0})
+    assert ex.scenario(flooded)["flood_x"] == 1.0 and ex.scenario(flooded) != ex.scenario(spec)
 
 
 def test_favored_data_packets_counted_by_pairing_trace_with_bneck_in(tmp_path):

@@ -32,7 +32,7 @@ test_that("no claim holds on empty, one-flow or identical DropTail/FaQ tables", 
   empty <- assemble_tables(data.table(run_id = "r", aqm = "droptail", load = 0.5, iw = 2, profile = "paper", replication = 0,
                                       bottleneck_mbps = 10, buffer_pkts = 8, valid = 1L), data.table())
   v <- verdict(empty)
-  expect_setequal(v$claim, c(paste0("C", 1:18), "C4b"))
+  expect_setequal(v$claim, c(paste0("C", 1:19), "C4b"))
   expect_true(all(v$status == NOTRUN))
   one <- synth_tables(faq_better, n = 1, loads = 0.55)
   expect_false(any(verdict(one)$status %in% c(HOLDS, FAILS)))
@@ -168,4 +168,43 @@ test_that("C4b: a comparator with too few pairs at a load is insufficient data, 
   r <- v4(t)[claim == "C4b"]
   expect_equal(r$status, INSUFF)
   expect_match(r$ours, "CHOKe: every paired flow has the same outcome under CHOKe and FaQ", fixed = TRUE)
+})
+
+# Runs of one schedule under DropTail and FaQ with and without a SYN flood (run.csv's flood_x): done(a, fx, i)
+# says whether legitimate flow i completed, lat(a, fx, i) its latency.
+flood_tables <- function(done, lat, n = 300, rates = c(0, 1)) {
+  runs <- list(); flows <- list()
+  for (a in c("droptail", "favor")) for (fx in rates) {
+    id <- sprintf("dumbbell-10M-syn%gx_%s_load0.50_iw2_rep0", fx, a)
+    i <- seq_len(n)
+    ok <- done(a, fx, i)
+    runs[[id]] <- data.table(run_id = id, scenario = "dumbbell", aqm = a, load = 0.5, iw = 2, profile = "paper", replication = 0,
+                             bottleneck_mbps = 10, buffer_pkts = 8, valid = 1L, cc = "reno", size_dist = "pareto",
+                             size_mean_pkts = 30, dataplane = "kernel", topology = "dumbbell", flood_x = if (fx > 0) fx else NA)
+    flows[[id]] <- data.table(run_id = id, flow_id = as.character(i), direction = "forward", in_window = "1", seen = "1",
+                              in_metrics = ifelse(ok, "1", "0"), complete = ifelse(ok, "1", "0"), L = "10",
+                              size_bytes = "14600", latency_s = ifelse(ok, as.character(lat(a, fx, i)), ""),
+                              R = "0", RTO = "0", FR = "0", syn_retrans = "0", syn_drops_bneck = "0", bneck_in = "10",
+                              bneck_out = "10", drops = "0", qdelay_mean_s = "0.003", goodput_bps = "1e5")
+  }
+  assemble_tables(rbindlist(runs), rbindlist(flows))
+}
+
+test_that("C19 is judged per flood rate on the same legitimate flows, finished or not", {
+  # without a flood runs C19 is not run, whatever else holds
+  expect_equal(status(verdict(synth_tables(faq_better)), "C19"), NOTRUN)
+  # under the flood DropTail finishes 60 % of the flows, FaQ 90 %, and FaQ's are faster: holds at 1x and 2x
+  done <- function(a, fx, i) if (fx == 0 || a == "favor") i %% 10 != 0 else i %% 5 < 3
+  lat <- function(a, fx, i) (0.4 + (i %% 7) / 10) * (if (fx > 0 && a == "droptail") 2 else 1)
+  v <- verdict(flood_tables(done, lat, rates = c(0, 1, 2)))[claim == "C19"]
+  expect_equal(nrow(v), 2)
+  expect_setequal(v$scenario, paste("dumbbell 10Mb/s buf8 IW2 paper/reno pareto-mean30 kernel SYN flood", c("1x", "2x")))
+  expect_true(all(v$status == HOLDS))
+  expect_match(v$ours[1], "completed DT 60.0%, FaQ 90.0%")
+  expect_match(v$n[1], "300 paired flows")
+  # FaQ finishing fewer of the legitimate flows than DropTail beyond the interval fails it
+  worse <- function(a, fx, i) if (fx > 0 && a == "favor") i %% 5 < 3 else i %% 10 != 0
+  expect_equal(status(verdict(flood_tables(worse, lat)), "C19"), FAILS)
+  # and too few flows in the window is insufficient data, not a pass
+  expect_equal(status(verdict(flood_tables(done, lat, n = 40)), "C19"), INSUFF)
 })
