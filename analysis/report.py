@@ -307,8 +307,11 @@ def figure_index(fdir):
     idx = _read(os.path.join(fdir, "index.csv"))
     if not idx:
         return "<p>no figure index (figures drawn before figures.R wrote index.csv: run it again)</p>"
-    drawn = sum(r["status"] == "drawn" for r in idx)
-    return (f"<p>The paper's figures: <b>{drawn}</b> of {len(idx)} drawn here. Each one not drawn says why.</p>"
+    paper = [r for r in idx if r.get("number") not in ("", "NA", None)]
+    drawn = sum(r["status"] == "drawn" for r in paper)
+    beyond = [r for r in idx if r not in paper]
+    more = (f" Beyond the paper: {sum(r['status'] == 'drawn' for r in beyond)} of {len(beyond)} drawn." if beyond else "")
+    return (f"<p>The paper's figures: <b>{drawn}</b> of {len(paper)} drawn here.{more} Each one not drawn says why.</p>"
             + table(idx, ["figure", "title", "status", "detail", "paper"], "status"))
 
 

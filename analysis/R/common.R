@@ -1,7 +1,7 @@
 # Sources every analysis R file next to this one.
 here <- local({ a <- commandArgs(FALSE); f <- sub("^--file=", "", a[grep("^--file=", a)]); if (length(f)) dirname(normalizePath(f)) else getwd() })
 if (!exists("favorlab_R_dir")) favorlab_R_dir <- here
-for (f in c("metrics.R", "load.R", "theme.R", "figtext.R", "fig_latency.R", "fig_load.R", "fig_length.R", "model.R", "fig_model.R", "fig_pairs.R", "fig_scenarios.R", "fig_sizes.R", "fig_persistent.R", "fig_chain.R", "verdict_lib.R", "ranking_lib.R"))
+for (f in c("metrics.R", "load.R", "theme.R", "figtext.R", "fig_latency.R", "fig_load.R", "fig_length.R", "model.R", "fig_model.R", "fig_pairs.R", "fig_scenarios.R", "fig_sizes.R", "fig_persistent.R", "fig_chain.R", "fig_synflood.R", "verdict_lib.R", "ranking_lib.R"))
   source(file.path(favorlab_R_dir, f))
 # What became of each figure: drawn (with the counts its caption states) or not drawn and why. figures.R
 # writes it as figures/index.csv; the report shows it as the figure index.

@@ -9,7 +9,10 @@ AQM_NAMES <- local({
   unlist(lapply(a, function(e) if (is.null(e$paper_name)) NA_character_ else e$paper_name))
 })
 
-fig_title <- function(id) sprintf("Fig. %d: %s", FIGURES[[id]]$number, FIGURES[[id]]$title)
+# A paper figure by its number; one beyond the paper (no number) by its id and the section it tests.
+fig_ref <- function(id) if (is.null(FIGURES[[id]]$number)) sprintf("%s, %s", id, FIGURES[[id]]$section) else
+  sprintf("Fig. %d", FIGURES[[id]]$number)
+fig_title <- function(id) sprintf("%s: %s", if (is.null(FIGURES[[id]]$number)) id else fig_ref(id), FIGURES[[id]]$title)
 # The paper's name of an AQM key; a key aqms.yaml does not know stays itself, so nothing is mislabelled.
 aqm_label <- function(key) { n <- unname(AQM_NAMES[as.character(key)]); ifelse(is.na(n), as.character(key), n) }
 
@@ -81,6 +84,6 @@ per_aqm <- function(v, f = function(x) sprintf("%.3g", x)) paste(aqm_label(names
 
 # "Paper (Fig. 3): ... Here: ... n = ...": what the paper's figure shows, then ours.
 fig_caption <- function(id, ours, n = "") {
-  trimws(paste(sprintf("Paper (Fig. %d): %s", FIGURES[[id]]$number, FIGURES[[id]]$paper), "Here:", ours,
+  trimws(paste(sprintf("Paper (%s): %s", fig_ref(id), FIGURES[[id]]$paper), "Here:", ours,
                if (nzchar(n)) paste0(n, ".") else ""))
 }

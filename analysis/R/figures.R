@@ -18,5 +18,5 @@ for (id in names(FIGURES)) {
   if (is.null(FIG_INDEX[[id]])) skip_fig(id, "its function drew nothing and gave no reason")
 }
 fwrite(rbindlist(lapply(names(FIGURES), function(id) data.table(
-  figure = id, number = FIGURES[[id]]$number, title = FIGURES[[id]]$title, status = FIG_INDEX[[id]]$status,
+  figure = id, number = FIGURES[[id]]$number %||% NA_integer_, title = FIGURES[[id]]$title, status = FIG_INDEX[[id]]$status,
   detail = FIG_INDEX[[id]]$detail, paper = FIGURES[[id]]$paper))), file.path(a$out, "index.csv"))
