@@ -386,13 +386,13 @@ def test_synflood_is_an_axis_that_keeps_the_schedule():
     legitimate flows pair up with and without the flood), and run.json tells the runner what to start."""
     cfg = experiment.load(REPO / "config" / "synflood.yaml")
     runs = experiment.runs(cfg)
-    assert len(runs) == 12 and {r.flood_x for r in runs} == {0.0, 0.5, 1.0, 2.0}
+    assert len(runs) == 12 and {r.flood_x for r in runs} == {0.0, 0.1, 0.2, 0.35}
     by = {(r.aqm, r.flood_x): r for r in runs}
     assert by[("favor", 0.0)].run_id == "dumbbell-10M-buf8-pareto30-paper-reno_favor_load0.50_iw2_rep0"
-    assert by[("favor", 1.0)].run_id == "dumbbell-10M-buf8-pareto30-paper-reno-syn1x_favor_load0.50_iw2_rep0"
+    assert by[("favor", 0.35)].run_id == "dumbbell-10M-buf8-pareto30-paper-reno-syn0.35x_favor_load0.50_iw2_rep0"
     assert len({r.schedule_id for r in runs}) == 1
-    spec = experiment.run_spec(cfg, by[("favor_burst1", 0.5)])
-    assert spec["flood"] == {"kind": "synflood", "rate_x": 0.5, "pps": pytest.approx(10e6 / 8 / 54 / 2),
+    spec = experiment.run_spec(cfg, by[("favor_burst1", 0.2)])
+    assert spec["flood"] == {"kind": "synflood", "rate_x": 0.2, "pps": pytest.approx(10e6 / 8 / 54 * 0.2),
                              "attacker": "a1", "target": "b1", "spoof": "10.66.0.0/16"}
     assert experiment.run_spec(cfg, by[("droptail", 0.0)])["flood"] is None
 
