@@ -386,10 +386,10 @@ def test_synflood_is_an_axis_that_keeps_the_schedule():
     legitimate flows pair up with and without the flood), and run.json tells the runner what to start."""
     cfg = experiment.load(REPO / "config" / "synflood.yaml")
     runs = experiment.runs(cfg)
-    assert len(runs) == 12 and {r.flood_x for r in runs} == {0.0, 0.1, 0.2, 0.35}
+    assert len(runs) == 12 and {r.flood_x for r in runs} == {0.0, 0.1, 0.2, 0.3}
     by = {(r.aqm, r.flood_x): r for r in runs}
     assert by[("favor", 0.0)].run_id == "dumbbell-10M-buf8-pareto30-paper-reno_favor_load0.50_iw2_rep0"
-    assert by[("favor", 0.35)].run_id == "dumbbell-10M-buf8-pareto30-paper-reno-syn0.35x_favor_load0.50_iw2_rep0"
+    assert by[("favor", 0.3)].run_id == "dumbbell-10M-buf8-pareto30-paper-reno-syn0.3x_favor_load0.50_iw2_rep0"
     assert len({r.schedule_id for r in runs}) == 1
     spec = experiment.run_spec(cfg, by[("favor_burst1", 0.2)])
     assert spec["flood"] == {"kind": "synflood", "rate_x": 0.2, "pps": pytest.approx(10e6 / 8 / 54 * 0.2),
