@@ -268,6 +268,24 @@ def test_favor_entries_carry_tcp_traffic(guest, aqm):
         assert q["demoted"] == 0
 
 
+def test_tdc_cases_of_favor_pass_in_the_kernels_own_runner(guest):
+    """qdisc/tests/tdc/favor.json, every option, change, replace, delete, show and bad value of favor in the
+    format of the kernel's tc-testing, run by tdc.py from Debian's kernel source of the guest's series (the image
+    keeps it in /opt/tc-testing) with its network-namespace plugin, as a qdisc maintainer runs them."""
+    cases = json.loads((REPO / "qdisc" / "tests" / "tdc" / "favor.json").read_text())
+    assert len({c["id"] for c in cases}) == len(cases)
+    p = guest.run("cd /opt/tc-testing && mkdir -p plugins && touch plugins/__init__.py && "
+                  "ln -sf ../plugin-lib/nsPlugin.py plugins/20-nsPlugin.py && "
+                  f"TC_LIB_DIR=/usr/local/lib/favorlab/tc ./tdc.py -f {GUEST_QDISC}/tests/tdc/favor.json",
+                  check=False, timeout=900)
+    out = p.stdout + p.stderr
+    # TAP: "ok N <id> - <name>", a skipped case "ok N <id> - <name> # skipped - <why>": a skip is no pass
+    ok = [m.group(1) for m in re.finditer(r"^ok \d+ (\w+) .*$", p.stdout, re.M) if "skip" not in m.group(0).lower()]
+    bad = [l for l in p.stdout.splitlines() if l.startswith("not ok") or (l.startswith("ok") and "skip" in l.lower())]
+    print(f"tdc: {len(ok)} ok, {len(bad)} not ok of {len(cases)}")
+    assert not bad and sorted(ok) == sorted(c["id"] for c in cases), out[-6000:]
+
+
 def test_trace_rows_for_pushout(guest):
     spec = HAND["pushout"]
     res = crafted(guest, spec)
