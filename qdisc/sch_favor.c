@@ -86,7 +86,7 @@ static void favor_trace(struct Qdisc *sch, const struct sk_buff *skb,
 	trace_favor_enqueue(qdisc_dev(sch), keys, v, favor_core_qlen(&q->core));
 }
 
-static int favor_enqueue(struct sk_buff *skb, struct Qdisc *sch, struct sk_buff **to_free)
+static int favor_enqueue_one(struct sk_buff *skb, struct Qdisc *sch, struct sk_buff **to_free)
 {
 	struct favor_sched_data *q = qdisc_priv(sch);
 	bool tracing = trace_favor_enqueue_enabled();
@@ -110,6 +110,16 @@ static int favor_enqueue(struct sk_buff *skb, struct Qdisc *sch, struct sk_buff 
 		return NET_XMIT_SUCCESS;
 	}
 	return qdisc_drop(skb, sch, to_free);
+}
+
+/* A GSO super-packet is queued as its segments: each is a packet to Algorithm 1 (the first of a new flow
+ * favored, the others standard behind it), as on the wire.
+ */
+static int favor_enqueue(struct sk_buff *skb, struct Qdisc *sch, struct sk_buff **to_free)
+{
+	if (skb_is_gso(skb))
+		return favorlab_enqueue_segments(skb, sch, to_free, favor_enqueue_one);
+	return favor_enqueue_one(skb, sch, to_free);
 }
 
 static struct sk_buff *favor_dequeue(struct Qdisc *sch)

@@ -10,9 +10,14 @@
 #define _FAVORLAB_SCH_FAVORLAB_H
 
 #include <linux/device/driver.h>
+#include <linux/netdevice.h>
 #include <linux/skbuff.h>
 #include <net/pkt_sched.h>
 #include <net/sch_generic.h>
+/* skb_gso_segment: <linux/netdevice.h> in 6.1, <net/gso.h> from 6.4 on (6.12) */
+#if __has_include(<net/gso.h>)
+#include <net/gso.h>
+#endif
 
 /*
  * Drop @victim, a packet already counted in sch->q.qlen and the backlog, from the enqueue path.
@@ -90,6 +95,43 @@ static inline bool favorlab_purged(struct Qdisc *sch, struct sk_buff *skb)
 	}
 	rtnl_kfree_skbs(skb, skb);
 	return true;
+}
+
+/*
+ * Enqueue @skb, a GSO super-packet, as the segments it stands for (as sch_tbf and sch_cake do): each
+ * segment through @enqueue_one, the qdisc's own per-packet enqueue, so that a queue counting packets,
+ * favoring a flow's first queued packet or pushing one out sees wire-sized packets, not one 64 KB
+ * packet favored or dropped whole. The parents were told of one packet of qdisc_pkt_len(@skb); they
+ * are told of the segments queued instead. A packet that cannot be segmented is dropped.
+ */
+static inline int favorlab_enqueue_segments(struct sk_buff *skb, struct Qdisc *sch,
+					    struct sk_buff **to_free,
+					    int (*enqueue_one)(struct sk_buff *, struct Qdisc *,
+							       struct sk_buff **))
+{
+	netdev_features_t features = netif_skb_features(skb);
+	unsigned int prev_len = qdisc_pkt_len(skb), len = 0;
+	struct sk_buff *segs, *nskb;
+	int nb = 0;
+
+	segs = skb_gso_segment(skb, features & ~NETIF_F_GSO_MASK);
+	if (IS_ERR_OR_NULL(segs))
+		return qdisc_drop(skb, sch, to_free);
+
+	skb_list_walk_safe(segs, segs, nskb) {
+		unsigned int seg_len = segs->len;
+
+		skb_mark_not_on_list(segs);
+		qdisc_skb_cb(segs)->pkt_len = seg_len;
+		if (enqueue_one(segs, sch, to_free) == NET_XMIT_SUCCESS) {
+			nb++;
+			len += seg_len;
+		}
+	}
+	if (nb > 1)
+		qdisc_tree_reduce_backlog(sch, 1 - nb, prev_len - len);
+	consume_skb(skb);
+	return nb > 0 ? NET_XMIT_SUCCESS : NET_XMIT_DROP;
 }
 
 /*

@@ -286,6 +286,48 @@ def test_tdc_cases_of_favor_pass_in_the_kernels_own_runner(guest):
     assert not bad and sorted(ok) == sorted(c["id"] for c in cases), out[-6000:]
 
 
+GSO_SCRIPT = r"""set -e
+for n in gsoS gsoR; do ip netns add $n; ip -n $n link set lo up; done
+trap 'ip netns del gsoS; ip netns del gsoR' EXIT
+ip link add v0 netns gsoS type veth peer name v1 netns gsoR
+ip -n gsoS addr add 10.8.0.1/24 dev v0 && ip -n gsoS link set v0 up
+ip -n gsoR addr add 10.8.0.2/24 dev v1 && ip -n gsoR link set v1 up
+ip netns exec gsoS ethtool -K v0 tso on gso on >/dev/null
+ip netns exec gsoR ethtool -K v1 gro off >/dev/null 2>&1 || true
+export TC_LIB_DIR=/usr/local/lib/favorlab/tc
+tc -n gsoS qdisc add dev v0 root handle 1: htb default 1
+tc -n gsoS class add dev v0 parent 1: classid 1:1 htb rate 20mbit
+tc -n gsoS qdisc add dev v0 parent 1:1 handle 10: favor limit 50
+ip netns exec gsoR tcpdump -i v1 -n -s 96 -w /tmp/gso.pcap 'tcp' 2>/dev/null &
+dump=$!
+ip netns exec gsoR iperf3 -s -1 -B 10.8.0.2 >/dev/null &
+sleep 1
+ip netns exec gsoS iperf3 -c 10.8.0.2 -t 3 -P 2 >/dev/null
+sleep 0.5
+kill -INT $dump; wait $dump || true
+echo "FRAMES $(tcpdump -r /tmp/gso.pcap -n -e 2>/dev/null | grep -c 'length')"
+echo "BIG $(tcpdump -r /tmp/gso.pcap -n -e 'greater 1515' 2>/dev/null | grep -c 'length')"
+tc -n gsoS -s -j qdisc show dev v0
+"""
+
+
+def test_gso_super_packets_are_queued_as_their_segments(guest):
+    """Offloads on (TSO/GSO on the sender's veth: TCP hands the qdisc 64 KB packets): favor queues each as
+    the segments it stands for, so the receiver sees no frame above the MTU, every segment is counted in
+    favor's statistics, and the parent htb agrees with favor's packet count."""
+    p = guest.run(GSO_SCRIPT, timeout=180)
+    frames = int(re.search(r"FRAMES (\d+)", p.stdout).group(1))
+    big = int(re.search(r"BIG (\d+)", p.stdout).group(1))
+    qs = json.loads(p.stdout[p.stdout.index("["):])
+    fav = next(q for q in qs if q["kind"] == "favor")
+    htb = next(q for q in qs if q["kind"] == "htb")
+    print(f"gso: {frames} frames at the receiver, {big} above 1514 bytes; favor sent {fav['packets']} packets, "
+          f"favored {fav['favored']} standard {fav['standard']} drops {fav['drops']}")
+    assert frames > 2000 and big == 0
+    assert fav["favored"] + fav["standard"] == fav["packets"] + fav["drops"] - fav["pushouts"] + fav["qlen"]
+    assert htb["packets"] == fav["packets"]
+
+
 def test_trace_rows_for_pushout(guest):
     spec = HAND["pushout"]
     res = crafted(guest, spec)
