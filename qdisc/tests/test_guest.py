@@ -368,6 +368,28 @@ def test_rmmod_under_traffic_and_dmesg_clean(guest):
     assert not bad, "\n".join(bad)
 
 
+def test_rmmod_while_a_trace_instance_records_favor_events(guest):
+    """The recorder's tracefs instance has favor:favor_enqueue enabled: unloading sch_favor then (no qdisc
+    uses it) either is refused while the event is enabled or takes the event with it, never a kernel warning;
+    once the recorder has stopped the module unloads, its instance is gone, and it loads again."""
+    rec = (f"python3 {GUEST_QDISC}/tools/favor_trace.py --out /tmp/rmmod-trace.csv & rec=$!; sleep 3; "
+           "ls -d /sys/kernel/tracing/instances/favorlab-* >/dev/null && echo instance=1; "
+           "rmmod sch_favor; echo during_rc=$?; kill -INT $rec; wait $rec; echo recorder_rc=$?; "
+           "ls -d /sys/kernel/tracing/instances/favorlab-* 2>/dev/null | wc -l | sed 's/^/instances_left=/'; "
+           "lsmod | grep -q '^sch_favor ' && { rmmod sch_favor; echo after_rc=$?; } || echo after_rc=gone; "
+           "modprobe sch_favor; echo modprobe_rc=$?")
+    guest.run("dmesg -C")
+    p = guest.run(rec, check=False, timeout=180)
+    out = p.stdout + p.stderr
+    print(out[-1500:])
+    assert "instance=1" in out and "instances_left=0" in out, out
+    assert re.search(r"during_rc=[01]\b", out) and "after_rc=0" in out or "after_rc=gone" in out, out
+    assert "modprobe_rc=0" in out, out
+    dmesg = guest.run("dmesg").stdout
+    bad = [l for l in dmesg.splitlines() if re.search(r"WARNING|BUG|Oops|Call Trace|general protection", l)]
+    assert not bad, "\n".join(bad)
+
+
 # ---------------------------------------------------------------- parents beyond htb (issue 15)
 
 def _leaf(parent):
