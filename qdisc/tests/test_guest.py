@@ -383,7 +383,7 @@ def test_rmmod_while_a_trace_instance_records_favor_events(guest):
     out = p.stdout + p.stderr
     print(out[-1500:])
     assert "instance=1" in out and "instances_left=0" in out, out
-    assert re.search(r"during_rc=[01]\b", out) and "after_rc=0" in out or "after_rc=gone" in out, out
+    assert re.search(r"during_rc=[01]\b", out) and ("after_rc=0" in out or "after_rc=gone" in out), out
     assert "modprobe_rc=0" in out, out
     dmesg = guest.run("dmesg").stdout
     bad = [l for l in dmesg.splitlines() if re.search(r"WARNING|BUG|Oops|Call Trace|general protection", l)]
