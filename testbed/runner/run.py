@@ -2,6 +2,7 @@
 run directory of docs/contracts.md out, DONE last. Everything is torn down even on error."""
 from __future__ import annotations
 
+import errno
 import hashlib
 import json
 import os
@@ -529,6 +530,74 @@ def mem_used_mib() -> tuple[int, int]:
     return total, total - avail
 
 
+def slab_mib() -> float:
+    """Kernel slab memory now (/proc/meminfo Slab), MiB: a qdisc that leaks per-packet or per-flow memory grows it."""
+    for line in Path("/proc/meminfo").read_text().splitlines():
+        if line.startswith("Slab:"):
+            return int(line.split()[1]) / 1024
+    return float("nan")
+
+
+# Growth of slab memory over a run beyond which it is reported (a warning: page cache for the captures and
+# socket buffers move it too); the one-hour soak (config/soak.yaml) is where a leak would show.
+SLAB_GROWTH_MIB = 32
+
+
+class KernelLog:
+    """The kernel's messages from now on (/dev/kmsg, read from the end: each open file has its own position,
+    so nothing printed before the run counts and a wrapped ring buffer does not hide what came during it)."""
+    BAD = re.compile(r"WARNING|BUG|Oops|Call Trace|general protection|soft lockup|hung_task")
+
+    def __init__(self, path: str = "/dev/kmsg"):
+        try:
+            self.fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+            os.lseek(self.fd, 0, os.SEEK_END)
+        except OSError:
+            self.fd = None
+
+    def new_lines(self) -> list[str]:
+        out = []
+        while self.fd is not None:
+            try:
+                rec = os.read(self.fd, 8192).decode(errors="replace")
+            except BlockingIOError:
+                break
+            except OSError as e:        # EPIPE: records were overwritten before we read them; go on
+                if e.errno == errno.EPIPE:
+                    continue
+                break
+            if not rec:
+                break
+            head, _, msg = rec.partition(";")
+            out.append(f"<{int(head.split(',')[0]) & 7}> {msg.splitlines()[0] if msg else ''}")
+        return out
+
+    def check(self) -> dict:
+        bad = [l for l in self.new_lines() if self.BAD.search(l)]
+        if self.fd is not None:
+            os.close(self.fd)
+        return {"kernel_warnings": {"configured": "no WARNING, BUG, Oops or lockup in the kernel log during the run",
+                                    "measured": len(bad) if not bad else {"lines": len(bad), "first": bad[:3]},
+                                    "ok": not bad}}
+
+
+def favor_counts_check(after: dict) -> dict:
+    """Every packet favor queued (favored + standard) left (sent), was pushed out, trimmed by a limit change,
+    or is still queued: its counters agree with one another at the end of the run."""
+    rows = []
+    for router, qs in after.items():
+        for q in qs if isinstance(qs, list) else []:
+            if q.get("kind") == "favor" and "favored" in q:
+                queued = q["favored"] + q["standard"]
+                left = q.get("packets", 0) + q["pushouts"] + q.get("drop_limit", 0) + q.get("qlen", 0)
+                rows.append({"router": router, "enqueued": queued, "sent_pushed_trimmed_queued": left})
+    if not rows:
+        return {}
+    bad = [r for r in rows if r["enqueued"] != r["sent_pushed_trimmed_queued"]]
+    return {"favor_counts": {"configured": "favored + standard = sent + pushouts + drop_limit + qlen",
+                             "measured": rows, "ok": not bad}}
+
+
 class CpuSampler(threading.Thread):
     """Guest CPU busy share from /proc/stat, once a second, and the most memory in use (the guest's size
     is chosen from both: testbed/README.md)."""
@@ -538,6 +607,7 @@ class CpuSampler(threading.Thread):
         self.samples: list[float] = []
         self.halt = threading.Event()
         self.mem_total, self.mem_peak = mem_used_mib()
+        self.slab = [slab_mib()]
 
     @staticmethod
     def _read():
@@ -555,6 +625,8 @@ class CpuSampler(threading.Thread):
             if n % PROC_SNAPSHOT_EVERY == 0:    # a process that ends between two snapshots keeps its last one
                 merge_ticks(self.procs1, proc_ticks())
             self.mem_peak = max(self.mem_peak, mem_used_mib()[1])
+            if n % 10 == 0:
+                self.slab.append(slab_mib())
             t1, i1 = self._read()
             if t1 > t0:
                 self.samples.append(1 - (i1 - i0) / (t1 - t0))
@@ -563,10 +635,15 @@ class CpuSampler(threading.Thread):
     def check(self) -> dict:
         s = self.samples
         over = sum(1 for x in s if x > CPU_BUSY_LIMIT) / len(s) if s else 0.0
+        slab = self.slab + [slab_mib()]
         return {"cpu_busy": {"configured": f"<= {CPU_BUSY_LIMIT} for >= {1 - CPU_BUSY_SUSTAINED:.0%} of samples",
                              "measured": {"mean": sum(s) / len(s) if s else None,
                                           "max": max(s) if s else None, "share_over_limit": over},
-                             "ok": over <= CPU_BUSY_SUSTAINED}}
+                             "ok": over <= CPU_BUSY_SUSTAINED},
+                "slab_growth": {"configured": f"<= {SLAB_GROWTH_MIB} MiB from the run's start to its end",
+                                "measured": {"start_mib": round(slab[0], 1), "end_mib": round(slab[-1], 1),
+                                             "max_mib": round(max(slab), 1)},
+                                "ok": slab[-1] - slab[0] <= SLAB_GROWTH_MIB, "severity": "warning"}}
 
 
 FAVORFLOW = REPO / "workloads" / "go" / "bin" / "favorflow"
@@ -690,6 +767,7 @@ class Run:
         self.log("probes: " + json.dumps({k: v["measured"] for k, v in self.checks.items()}))
         for d in ("qdisc", "nstat", "pcap", "flows"):
             (self.dir / d).mkdir(exist_ok=True)
+        self.kernel_log = KernelLog()
         self.write_json("qdisc/before.json", qdisc_stats(net, self.routers()))
         if self.p4:
             self.write_json("qdisc/p4-before.json", p4_state(self.p4))
@@ -763,7 +841,10 @@ class Run:
         self.stop_servers()
         self.stop_trace()
         self.stop_captures()
-        self.write_json("qdisc/after.json", qdisc_stats(net, self.routers()))
+        qdisc_after = qdisc_stats(net, self.routers())
+        self.write_json("qdisc/after.json", qdisc_after)
+        self.checks.update(favor_counts_check(qdisc_after))
+        self.checks.update(self.kernel_log.check())
         if self.p4:
             after_p4 = p4_state(self.p4)
             self.write_json("qdisc/p4-after.json", after_p4)

@@ -835,3 +835,28 @@ def test_synflood_routes_capture_filter_and_rate_check(tmp_path):
                                    "pps_reached": 980.0, "duration_s": 30}))
     assert runmod.flood_check(summary, 1000)["synflood_rate"]["ok"] is True
     assert runmod.process_group("favorflow", "/opt/favorlab/workloads/go/bin/favorflow synflood --dst x") == "SYN flood"
+
+
+def test_kernel_log_sees_only_what_came_after_it(tmp_path):
+    """A fifo stands in for /dev/kmsg: what is read is each record's level and message; WARNING lines fail."""
+    import errno as _errno
+    kmsg = tmp_path / "kmsg"
+    os.mkfifo(kmsg)
+    w = os.open(kmsg, os.O_RDWR | os.O_NONBLOCK)
+    log = runmod.KernelLog(str(kmsg))
+    os.write(w, b"6,101,5000,-;eth0: link up\n")
+    os.write(w, b"4,102,5001,-;WARNING: CPU: 0 PID: 1 at net/sched/sch_generic.c:1 dev_watchdog\n")
+    c = log.check()["kernel_warnings"]
+    os.close(w)
+    assert c["ok"] is False and c["measured"]["lines"] == 1 and c["measured"]["first"][0].startswith("<4> WARNING")
+    assert _errno.EPIPE
+
+
+def test_favor_counts_agree_or_the_run_says_so():
+    good = {"rl": [{"kind": "htb"}, {"kind": "favor", "favored": 10, "standard": 30, "packets": 33, "pushouts": 4,
+                                     "drop_limit": 1, "qlen": 2}]}
+    assert runmod.favor_counts_check(good)["favor_counts"]["ok"] is True
+    bad = {"rl": [{"kind": "favor", "favored": 10, "standard": 30, "packets": 33, "pushouts": 4, "drop_limit": 0,
+                   "qlen": 0}]}
+    assert runmod.favor_counts_check(bad)["favor_counts"]["ok"] is False
+    assert runmod.favor_counts_check({"rl": [{"kind": "pfifo"}]}) == {}
