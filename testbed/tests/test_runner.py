@@ -839,7 +839,6 @@ def test_synflood_routes_capture_filter_and_rate_check(tmp_path):
 
 def test_kernel_log_sees_only_what_came_after_it(tmp_path):
     """A fifo stands in for /dev/kmsg: what is read is each record's level and message; WARNING lines fail."""
-    import errno as _errno
     kmsg = tmp_path / "kmsg"
     os.mkfifo(kmsg)
     w = os.open(kmsg, os.O_RDWR | os.O_NONBLOCK)
@@ -849,7 +848,6 @@ def test_kernel_log_sees_only_what_came_after_it(tmp_path):
     c = log.check()["kernel_warnings"]
     os.close(w)
     assert c["ok"] is False and c["measured"]["lines"] == 1 and c["measured"]["first"][0].startswith("<4> WARNING")
-    assert _errno.EPIPE
 
 
 def test_favor_counts_agree_or_the_run_says_so():
