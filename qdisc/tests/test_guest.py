@@ -244,9 +244,9 @@ def test_favor_entries_carry_tcp_traffic(guest, aqm):
     """config/aqms.yaml's sch_favor entries under the dumbbell's htb with the Table 1 bottleneck (8 packets,
     10 Mb/s): four TCP streams share it at the bottleneck's rate, the options are the entry's, and the counters
     add up (FavourTail pushes nothing out; only favored_burst demotes). The probe's qdisc is on the sending
-    host's own device, so it gets TCP's GSO packets (TCP always builds them since Linux 4.19, and they are cut
-    into segments after the qdisc, whatever ethtool says): favored and standard count those, `packets` the
-    segments sent. In the dumbbell the bottleneck forwards segments (the senders' devices cut them, GRO off)."""
+    host's own device, so it gets TCP's GSO packets (TCP always builds them since Linux 4.19): favor queues
+    each as its segments (favorlab_enqueue_segments), so favored and standard count segments, as `packets`
+    does and as at the dumbbell's bottleneck, which forwards segments."""
     from orchestrate import experiment
     topo = {"bottleneck_mbps": 10, "buffer_pkts": 8, "reverse_buffer_pkts": 8, "access_mbps": 100, "mtu": 1500}
     entry = dict(experiment.aqm_setup(aqm, topo)["forward"], name=aqm)
@@ -261,6 +261,8 @@ def test_favor_entries_carry_tcp_traffic(guest, aqm):
     assert q["options"]["nopushout"] is (aqm == "favourtail")
     assert q["options"]["favored_burst"] == (1 if aqm == "favor_burst1" else 0)
     assert q["packets"] > 2000                                      # ~3300 segments in 4 s
+    # every segment queued was sent, pushed out or is still queued (a GSO packet counted once would not add up)
+    assert q["favored"] + q["standard"] == q["packets"] + q["pushouts"] + q["qlen"]
     assert q["drops"] == q["pushouts"] + q["drop_favored"] + q["drop_standard"] and q["drops"] > 0
     if aqm == "favourtail":
         assert q["pushouts"] == 0
