@@ -67,8 +67,11 @@ fig_X1 <- function(t, out) {
                   paste(sprintf("%s %s %s", aqm_label(top$aqm), pct(top$value), fmt_ci(top$lo, top$hi)), collapse = ", "))
   n <- sprintf("n = %s legitimate forward flows in the window per point (finished or not), %s run(s) per point",
                span(cs$flows), span(cs$runs))
-  p <- ggplot(d, aes(rate, value, colour = aqm)) + geom_line() + geom_point() +
-    geom_errorbar(aes(ymin = lo, ymax = hi), width = 0.05) + aqm_scale() +
+  # the AQMs side by side at each rate, so that their intervals do not hide one another
+  dodge <- position_dodge(width = 0.04 * max(d$rate))
+  p <- ggplot(d, aes(rate, value, colour = aqm)) + geom_line(position = dodge) + geom_point(position = dodge) +
+    geom_errorbar(aes(ymin = lo, ymax = hi), width = 0, position = dodge) + aqm_scale() +
+    scale_x_continuous(breaks = sort(unique(d$rate))) +
     facet_wrap(~ metric, scales = "free_y", labeller = label_wrap_gen(35)) +
     labs(x = "SYN flood rate (times the bottleneck)", y = NULL, title = fig_title("X1"),
          caption = paste0("95% bootstrap intervals over flows; the flood's SYNs are not in the tables\n", n)) +

@@ -42,7 +42,10 @@ def test_figures_and_verdict_from_tables(results):
     # the figure index: every figure of the paper, drawn with its counts or not drawn with the reason
     import csv
     idx = {r["figure"]: r for r in csv.DictReader(open(d / "figures" / "index.csv"))}
-    assert list(idx) == [f"F{i}" for i in range(2, 28) if i != 25]
+    assert list(idx) == [f"F{i}" for i in range(2, 28) if i != 25] + ["X1"]
+    # X1 (beyond the paper, the SYN flood) has no paper number and says why it is not drawn here
+    assert idx["X1"]["number"] in ("", "NA") and idx["X1"]["status"] == "not drawn"
+    assert "synflood.rates_x" in idx["X1"]["detail"]
     assert idx["F3"]["status"] == "drawn" and idx["F3"]["detail"].startswith("n = 5 flows from 1 run")
     assert idx["F9"]["status"] == "not drawn" and idx["F9"]["detail"] == "needs runs at several buffer sizes of one scenario and load"
     # F5 on the common flows of replication 0 (FaQ's replication 1 is invalid), its path's RTT from hosts.json
@@ -94,7 +97,7 @@ def test_report_embeds_figures_verdict_and_invalid_runs(results):
     assert "nstat_TcpExtTCPTimeouts" in h
     assert "src='figures/" not in h  # self-contained
     # the figure index names every figure of the paper, and why one is not drawn
-    assert "drawn here. Each one not drawn says why." in h
+    assert "of 25 drawn here. Beyond the paper: 0 of 1 drawn. Each one not drawn says why." in h
     assert "<td>F26</td>" in h and "needs valid runs of the chain scenario" in h
     # each figure has its caption under it: the paper's figure, then ours from the figure's table
     f3 = h[h.index("<h3 id='F3'>F3</h3>"):]
