@@ -144,7 +144,7 @@ def main():
     out = open(a.out, "w", newline="")
     w = csv.writer(out)
     w.writerow(COLUMNS)
-    rows = 0
+    rows, fd = 0, None
     try:
         (inst / "buffer_size_kb").write_text(str(a.buffer_kb))
         clocks = (inst / "trace_clock").read_text()
@@ -170,9 +170,14 @@ def main():
                 time.sleep(a.poll_s)
                 if buffer_fill(inst) >= 0.5:
                     drain(fd, spool)
-            (ev / "enable").write_text("0")              # nothing new; read what is left
+            try:
+                (ev / "enable").write_text("0")          # nothing new; read what is left
+            except FileNotFoundError:
+                # sch_favor was unloaded while recording: its events went with it, what was recorded stays
+                print("favor_trace: sch_favor was unloaded while recording; its events end there", flush=True)
             drain(fd, spool)
             os.close(fd)
+            fd = None
             spool.seek(0)
             for line in spool:
                 row = parse(line.decode(errors="replace"), offset)
@@ -184,6 +189,8 @@ def main():
         print(f"favor_trace: {rows} events written, {lost} lost", flush=True)
     finally:
         out.close()
+        if fd is not None:                                # an open trace_pipe keeps the instance busy
+            os.close(fd)
         try:
             (inst / "events" / EVENT / "enable").write_text("0")
         except OSError:
