@@ -276,8 +276,12 @@ def test_tdc_cases_of_favor_pass_in_the_kernels_own_runner(guest):
     keeps it in /opt/tc-testing) with its network-namespace plugin, as a qdisc maintainer runs them."""
     cases = json.loads((REPO / "qdisc" / "tests" / "tdc" / "favor.json").read_text())
     assert len({c["id"] for c in cases}) == len(cases)
-    p = guest.run("cd /opt/tc-testing && mkdir -p plugins && touch plugins/__init__.py && "
-                  "ln -sf ../plugin-lib/nsPlugin.py plugins/20-nsPlugin.py && "
+    # each case's "requires": "nsPlugin" makes tdc load it from plugin-lib (a copy in plugins/ as well would
+    # register its options twice). tdc runs every command with its config's ENVIR as the whole environment,
+    # so the favor tc plugin's directory goes there (tdc_config_local.py, which tdc_config.py imports).
+    local = ('import os\nENVIR = {"TC_LIB_DIR": "/usr/local/lib/favorlab/tc", '
+             '"PATH": os.environ.get("PATH", "/usr/sbin:/usr/bin:/sbin:/bin")}\n')
+    p = guest.run(f"cd /opt/tc-testing && rm -f plugins/20-nsPlugin.py && printf %s {shlex.quote(local)} > tdc_config_local.py && "
                   f"TC_LIB_DIR=/usr/local/lib/favorlab/tc ./tdc.py -f {GUEST_QDISC}/tests/tdc/favor.json",
                   check=False, timeout=900)
     out = p.stdout + p.stderr
