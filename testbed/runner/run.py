@@ -947,25 +947,25 @@ class Run:
         for h in self.server_hosts():
             self.procs[f"server-{h}"] = popen(
                 workload_cmd("server", self.spec) + ["--host", h, "--hosts", str(self.dir / "hosts.json"),
-                 "--port", "5001", "--log", str(self.dir / "flows" / f"server-{h}.csv")], self.net.get(h),
+                 "--port", str(self.hostsj["port"]), "--log", str(self.dir / "flows" / f"server-{h}.csv")], self.net.get(h),
                 cwd=REPO, cgroup=self.cgroup_path(),
                 stdout=(self.dir / "log" / f"server-{h}.out").open("w"), stderr=subprocess.STDOUT)
         self.log("servers started")
 
     def start_flood(self, t0: float):
         """The synflood axis' attacker (workloads.synflood: favorflow synflood) in its host's namespace, from t0
-        for duration_s, at the rate run.json gives, toward the target's flow server port. Outside the run's
+        for duration_s, at the rate run.json gives, toward the target's flow server port (hosts.json's port). Outside the run's
         cgroup: its raw socket makes no TCP connection for the initial-RTO program to touch."""
         from workloads import synflood
         f, s = self.spec["flood"], self.spec
-        target = self.hostsj["hosts"][f["target"]]["ip"]
-        cmd = synflood.synflood_cmd(str(FAVORFLOW), target, 5001, f["pps"], s["duration_s"],
+        target, port = self.hostsj["hosts"][f["target"]]["ip"], self.hostsj["port"]
+        cmd = synflood.synflood_cmd(str(FAVORFLOW), target, port, f["pps"], s["duration_s"],
                                     str(self.dir / "flood.json"), seed=int(s.get("seed") or 1), start_at=t0,
                                     spoof=f["spoof"])
         self.procs["flood"] = popen(cmd, self.net.get(f["attacker"]), cwd=REPO,
                                     stdout=(self.dir / "log" / "flood.out").open("w"), stderr=subprocess.STDOUT)
         self.log(f"SYN flood: {f['rate_x']:g}x the bottleneck, {f['pps']:.0f} SYNs/s from {f['attacker']} "
-                 f"(sources {f['spoof']}) to {f['target']}:5001, from t0 for {s['duration_s']:g} s")
+                 f"(sources {f['spoof']}) to {f['target']}:{port}, from t0 for {s['duration_s']:g} s")
 
     def stop_flood(self, t0: float):
         """Wait for the attacker (it ends with the traffic); its rate is a fidelity check: a run whose flood
