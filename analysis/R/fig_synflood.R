@@ -24,9 +24,8 @@ flood_study_runs <- function(t) {
 
 # Per base scenario, flood rate and AQM: the legitimate forward flows of the window, completed or not.
 flood_window_flows <- function(t, r) {
-  if (!nrow(t$flows) || !"in_window" %in% names(t$flows)) return(data.table())
-  f <- t$flows[run_id %in% r$run_id & in_window == "1" & !is.na(flow_id) & flow_id != ""]
-  if ("direction" %in% names(f)) f <- f[direction %in% c("forward", "")]
+  f <- flood_counted_flows(t$flows[run_id %in% r$run_id])
+  if (!nrow(f)) return(data.table())
   f <- merge(f[, .(run_id, flow_id, complete, latency_s)], r[, .(run_id, base, rate, aqm, load, replication)], by = "run_id")
   f[, done := complete == "1"]
   f[]

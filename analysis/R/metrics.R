@@ -6,6 +6,17 @@ suppressPackageStartupMessages(library(data.table))
 # numbers from the tables' text columns; a double vector (a pair table, a resample) passes as it is
 num <- function(x) if (is.double(x)) x else suppressWarnings(as.numeric(x))
 
+# The flows a study under a SYN flood counts (X1 and C19 alike): the legitimate forward flows joined to the
+# schedule (a flow id) that started in the measurement window, finished or not. The flood's SYNs are never
+# rows (the captures leave its spoofed prefix out); a flow the flood kept from finishing stays in, so it
+# shows as a lower completed share rather than vanishing from a latency over fewer, luckier flows.
+flood_counted_flows <- function(f) {
+  if (!nrow(f) || !"in_window" %in% names(f)) return(f[0])
+  f <- f[in_window == "1" & !is.na(flow_id) & flow_id != ""]
+  if ("direction" %in% names(f)) f <- f[direction %in% c("forward", "")]
+  f
+}
+
 # Mean latency (s): SYN first sent (sender capture) -> last missing data byte received (receiver capture).
 latency_mean <- function(fl) mean(num(fl$latency_s), na.rm = TRUE)
 latency_sd <- function(fl) sd(num(fl$latency_s), na.rm = TRUE)

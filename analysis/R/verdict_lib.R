@@ -540,7 +540,8 @@ claim_C17 <- function(cl, t) {
 # scenario key with a flood (runs' flood_x > 0) on the schedules that have a valid DropTail and a valid FaQ run:
 # every forward flow scheduled in the window (finished or not) is paired by flow id; the completed share, FaQ -
 # DropTail, and the mean latency of the flows completed under both, DropTail - FaQ, each with a bootstrap
-# interval over flows; "no_worse" on both (claims.yaml).
+# interval over flows; "no_worse" on both (claims.yaml). C19b is the same test with the claim's `aqm` (the
+# bounded FaQ, favored_burst) in FaQ's place: Algorithm 1 and its protection are judged apart, never pooled.
 NO_FLOOD <- "needs valid runs under a SYN flood (config/synflood.yaml: synflood.rates_x above 0)"
 flood_scens <- function(t) {
   r <- t$runs
@@ -550,16 +551,20 @@ flood_scens <- function(t) {
 claim_C19 <- function(cl, t) {
   scens <- flood_scens(t)
   if (!length(scens) || !nrow(t$flows) || !"in_window" %in% names(t$flows)) return(list(not_run(cl, NO_FLOOD)))
+  is_b <- if (is.null(cl$aqm)) aqm_is_faq else function(a) tolower(a) == tolower(cl$aqm)
+  lab <- if (is.null(cl$aqm)) "FaQ" else aqm_label(cl$aqm)
+  if (!any(is_b(t$runs[scen %in% scens]$aqm)))
+    return(list(not_run(cl, sprintf("needs runs of %s under a SYN flood (config/synflood.yaml's aqms)", lab))))
   lapply(scens, function(s) {
-    w <- t$flows[scen == s & valid == 1 & in_window == "1" & direction %in% c("forward", "")]
+    w <- flood_counted_flows(t$flows[scen == s & valid == 1])
     by <- c("load", "replication", "flow_id")
     a <- w[aqm_is_dt(aqm), c(by, "complete", "latency_s", "run_id"), with = FALSE]
-    b <- w[aqm_is_faq(aqm), c(by, "complete", "latency_s", "run_id"), with = FALSE]
+    b <- w[is_b(aqm), c(by, "complete", "latency_s", "run_id"), with = FALSE]
     p <- merge(a, b, by = by, suffixes = c(".a", ".b"))
     n <- sprintf("%d paired flows", nrow(p))
     if (nrow(p) < cl$min_sample$paired_flows)
       return(row(cl, s, "", "", n, INSUFF, runs_text(c(a$run_id, b$run_id)),
-                 sprintf("fewer than %d flows scheduled in the window of a valid DropTail and a valid FaQ run", cl$min_sample$paired_flows)))
+                 sprintf("fewer than %d flows scheduled in the window of a valid DropTail and a valid %s run", cl$min_sample$paired_flows, lab)))
     p[, `:=`(done.a = complete.a == "1", done.b = complete.b == "1", lat.a = num(latency_s.a), lat.b = num(latency_s.b))]
     stat <- function(d) {
       both <- d$done.a & d$done.b
@@ -567,8 +572,8 @@ claim_C19 <- function(cl, t) {
     }
     ci <- boot_ci(p, stat)
     st <- c(no_worse_status(ci$lo[1], ci$hi[1]), no_worse_status(ci$lo[2], ci$hi[2]))
-    row(cl, s, sprintf("completed DT %s, FaQ %s (FaQ - DT %+.1f points); mean latency of the %d completed under both DT - FaQ %+.3f s",
-                       pct(mean(p$done.a)), pct(mean(p$done.b)), 100 * ci$est[1], sum(p$done.a & p$done.b), ci$est[2]),
+    row(cl, s, sprintf("completed DT %s, %s %s (%s - DT %+.1f points); mean latency of the %d completed under both DT - %s %+.3f s",
+                       pct(mean(p$done.a)), lab, pct(mean(p$done.b)), lab, 100 * ci$est[1], sum(p$done.a & p$done.b), lab, ci$est[2]),
         sprintf("%s; %s (%s)", fmt_ci(ci$lo[1], ci$hi[1], function(v) sprintf("%+.1f points", 100 * v)),
                 fmt_ci(ci$lo[2], ci$hi[2], function(v) sprintf("%+.3f s", v)), ci$method),
         n, combine(st), runs_text(c(p$run_id.a, p$run_id.b)),

@@ -8,8 +8,9 @@ from analysis import extract as ex
 from analysis.tests import synth
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-# the verdict's rows, one per claim of analysis/claims.yaml in its order (C4b, FaQ against CHOKe, LAS and RuN2C, after C4)
-CLAIM_IDS = [f"C{i}" for i in range(1, 5)] + ["C4b"] + [f"C{i}" for i in range(5, 20)]
+# the verdict's rows, one per claim of analysis/claims.yaml in its order (C4b, FaQ against CHOKe, LAS and RuN2C, after C4;
+# C19b, the bounded FaQ under a SYN flood, after C19)
+CLAIM_IDS = [f"C{i}" for i in range(1, 5)] + ["C4b"] + [f"C{i}" for i in range(5, 20)] + ["C19b"]
 need_r = pytest.mark.skipif(shutil.which("Rscript") is None, reason="Rscript missing (apt-get install r-base-core r-cran-data.table r-cran-ggplot2 r-cran-testthat)")
 
 

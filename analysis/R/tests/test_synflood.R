@@ -65,6 +65,46 @@ test_that("X1 counts every legitimate window flow per rate and AQM, latency on t
   expect_equal(nrow(fread(file.path(out, "X1.csv"))), 8)
 })
 
+test_that("C19b judges the bounded FaQ on its own row, never pooled with FaQ", {
+  # FaQ slower under the flood, FaQ-B1 as fast as DropTail: C19 fails, C19b holds, each on its own AQM
+  done <- function(a, fx, i) i %% 10 != 0
+  lat <- function(a, fx, i) (0.4 + (i %% 7) / 10) * (if (fx > 0 && a == "favor") 2 else 1)
+  t <- flood_tables(done, lat, rates = c(0, 1))
+  b1 <- copy(t$flows[aqm == "favor"])
+  b1[, `:=`(aqm = "favor_burst1", run_id = sub("_favor_", "_favor_burst1_", run_id))]
+  b1[num(flood_x) > 0 & complete == "1", latency_s := as.character(num(latency_s) / 2)]
+  rb <- copy(t$runs[aqm == "favor"])
+  rb[, `:=`(aqm = "favor_burst1", run_id = sub("_favor_", "_favor_burst1_", run_id))]
+  t2 <- t; t2$flows <- rbindlist(list(t$flows, b1), use.names = TRUE); t2$runs <- rbindlist(list(t$runs, rb), use.names = TRUE)
+  v <- verdict(t2)
+  expect_equal(status(v, "C19"), FAILS)
+  expect_equal(status(v, "C19b"), HOLDS)
+  expect_match(v[claim == "C19b"]$ours, "FaQ-B1 90.0%")
+  # without FaQ-B1 runs C19b is not run, and says which runs it needs
+  v <- verdict(t)[claim == "C19b"]
+  expect_equal(v$status, NOTRUN)
+  expect_match(v$note, "FaQ-B1")
+})
+
+test_that("X1 and C19 count the same flows: none without a flow id, none of the reverse direction", {
+  done <- function(a, fx, i) if (fx == 0 || a == "favor") i %% 10 != 0 else i %% 5 < 3
+  lat <- function(a, fx, i) (0.4 + (i %% 7) / 10) * (if (fx > 0 && a == "droptail") 2 else 1)
+  t <- flood_tables(done, lat, rates = c(0, 1))
+  # connections the schedule does not know (no flow id: the flood's own, had one slipped into the capture)
+  # and the reverse traffic's flows, under every run: they would pair with each other by an empty id
+  extra <- t$flows[, .SD[1:20], by = run_id]
+  extra[, `:=`(flow_id = "", complete = "0", latency_s = "", in_metrics = "0")]   # unjoined: never in the metrics
+  rev <- t$flows[, .SD[1:20], by = run_id]
+  rev[, `:=`(direction = "reverse", flow_id = paste0("r", flow_id))]
+  t2 <- t; t2$flows <- rbindlist(list(t$flows, extra, rev), use.names = TRUE)
+  expect_equal(nrow(flood_counted_flows(t2$flows)), nrow(t$flows))
+  v <- verdict(t2)[claim == "C19"]
+  expect_match(v$n, "^300 paired flows")
+  expect_equal(v$ours, verdict(t)[claim == "C19"]$ours)
+  d <- completed_by_rate(flood_window_flows(t2, flood_study_runs(t2)))
+  expect_true(all(d$flows == 300))
+})
+
 test_that("X1 is not drawn, and says why, without flood runs", {
   out <- tempfile(); dir.create(out)
   t <- flood_tables(function(a, fx, i) TRUE, function(a, fx, i) 1, rates = 0)
