@@ -77,7 +77,7 @@ def runs_section(rdir):
                              reasons="; ".join(fid.get("reasons", [])), attempts=len(tries),
                              earlier="; ".join(f"{a['attempt']}: {', '.join(a.get('reasons', [])) or 'valid'}"
                                                for a in tries[:-1]),
-                             warnings="; ".join(fid.get("warnings", [])), manifest=man,
+                             warnings="; ".join(fid.get("warnings", [])), manifest=man, checks=fid.get("checks", {}),
                              wall_s=sum(wall) if len(wall) == len(tries) else None,
                              cpu=_read(os.path.join(d, "cpu.json"), None),
                              first_started=min((a["started_utc"] for a in tries if a.get("started_utc")), default=""),
@@ -199,6 +199,64 @@ def cpu_section(runs, top=4):
     return ("<p>Shares of all CPU time of all the testbed's CPUs over the traffic window; softirq is the kernel's "
             "packet processing, charged to no process.</p>"
             + table(rows, ["run", "valid", "busy", "user", "system", "softirq", "memory peak", "top process groups"]))
+
+
+def trace_vs_counters(tc):
+    """favor_trace_counts' outcome in words: the decisions traced, and any the counters saw after the trace."""
+    m = tc.get("measured")
+    if not tc:
+        return "not compared"
+    if not isinstance(m, dict):
+        return str(m)
+    if not tc.get("ok"):
+        return "; ".join(f"{k}: trace {v['trace']}, counters {v['counters_at_stop']} at its stop, {v['counters_after']} after"
+                         for k, v in m.items()) + " (FAILED)"
+    later = m.get("after_the_trace", {})
+    return ("all traced: " + ", ".join(f"{k} {v}" for k, v in m.items() if k != "after_the_trace")
+            + ("; after the trace stopped: " + ", ".join(f"{k} {v}" for k, v in later.items()) if later else ""))
+
+
+def kernel_health_section(runs):
+    """Per run, the testbed kernel's own checks (testbed/runner/run.py): warnings in its log, slab memory over
+    the run, favor's counters against one another and against its trace. A soak (config/soak.yaml) is read
+    here: an hour at load 0.95 must show no warning, flat slab and consistent counts."""
+    def ck(r, name):
+        return r["checks"].get(name) or {}
+
+    def mark(c):
+        return "" if not c or c.get("ok", True) else " (FAILED)"
+
+    rows = []
+    for r in runs:
+        kw, slab, fc, tr, tc = (ck(r, n) for n in ("kernel_warnings", "slab_growth", "favor_counts", "favor_trace",
+                                                  "favor_trace_counts"))
+        if not (kw or slab):
+            continue
+        m = slab.get("measured") or {}
+        counts = fc.get("measured") if isinstance(fc.get("measured"), list) else []
+        trc = tc.get("measured")
+        rows.append({
+            "run": r["run"], "valid": r["valid"],
+            "kernel log": (f"{kw['measured']} warnings" if isinstance(kw.get("measured"), int) else
+                           json.dumps(kw.get("measured"))) + mark(kw) if kw else "not checked",
+            "unreclaimable slab MiB start / end (max)": (f"{m.get('start_mib')} / {m.get('end_mib')} ({m.get('max_mib')})"
+                                                         + mark(slab)) if m else "not checked",
+            "reclaimable slab MiB start / end": (f"{m['reclaimable_start_mib']} / {m['reclaimable_end_mib']}"
+                                                 if "reclaimable_start_mib" in m else "not recorded"),
+            "favor: enqueued = sent + pushed out + trimmed + queued": "; ".join(
+                f"{c['router']} {c['enqueued']} = {c['sent_pushed_trimmed_queued']}" for c in counts) + mark(fc)
+            if counts else "no favor queue",
+            "trace lost events": tr.get("measured", "not traced") if tr else "not traced",
+            "trace against counters": trace_vs_counters(tc)})
+    if not rows:
+        return "<p>no run of these results recorded the kernel checks (runs made before the runner had them)</p>"
+    return ("<p>From each run's fidelity report: kernel log lines with WARNING, BUG, Oops or a lockup during the run; "
+            "unreclaimable slab memory (where a leak shows) at the start and end of the traffic (warning above 32 MiB "
+            "of growth), the reclaimable caches beside it; favor's counters at the end; its trace, complete when no "
+            "event was lost, against the counters' change up to its stop and up to the run's end.</p>"
+            + table(rows, ["run", "valid", "kernel log", "unreclaimable slab MiB start / end (max)",
+                           "reclaimable slab MiB start / end", "favor: enqueued = sent + pushed out + trimmed + queued",
+                           "trace lost events", "trace against counters"]))
 
 
 # The AQM ranking's metrics (R/ranking_lib.R RANK_METRICS, figures/ranking.csv), in its order: the column
@@ -349,6 +407,8 @@ def render(results):
         parts.append(f"<h3 id='{html.escape(f[:-4])}'>{html.escape(f[:-4])}</h3><img alt='{html.escape(f)}' src='data:image/png;base64,{b}'>"
                      + figure_caption(os.path.join(fdir, f[:-4])))
     parts.append("<h2>Where the testbed's CPU went (cpu.json, traffic window)</h2>" + cpu_section(runs))
+    parts.append("<h2>The testbed kernel's health (kernel log, slab memory, favor's counters and trace)</h2>"
+                 + kernel_health_section(runs))
     parts.append(f"<h2>Runs ({len(runs)}): manifest and fidelity</h2>")
     parts.append(table(runs, ["run", "aqm", "load", "iw", "profile", "rep", "kernel", "module", "start", "valid", "reasons",
                               "attempts", "earlier", "warnings"], None))

@@ -47,6 +47,29 @@ def test_cpu_section_names_the_groups_that_used_the_cpu(tmp_path):
     assert "<td>412 of 1987 MiB</td>" in report.cpu_section(report.runs_section(str(tmp_path)))
 
 
+def test_kernel_health_section_shows_the_soak_checks_and_marks_a_failure(tmp_path):
+    _run(tmp_path, "a", [{"attempt": 1, "valid": True}])
+    _run(tmp_path, "old", [{"attempt": 1, "valid": True}])          # made before the runner had the checks
+    checks = {"kernel_warnings": {"measured": 0, "ok": True},
+              "slab_growth": {"measured": {"start_mib": 41.2, "end_mib": 43.0, "max_mib": 47.5, "reclaimable_start_mib": 9.0,
+                                           "reclaimable_end_mib": 63.5}, "ok": True},
+              "favor_counts": {"measured": [{"router": "rl", "enqueued": 900, "sent_pushed_trimmed_queued": 900}], "ok": True},
+              "favor_trace": {"measured": 0, "ok": True},
+              "favor_trace_counts": {"measured": {"favored": 600, "standard": 300, "after_the_trace": {"favored": 2}}, "ok": True}}
+    (tmp_path / "a" / "fidelity.json").write_text(json.dumps({"valid": True, "reasons": [], "checks": checks}))
+    s = report.kernel_health_section(report.runs_section(str(tmp_path)))
+    assert "<td>0 warnings</td>" in s and "<td>41.2 / 43.0 (47.5)</td>" in s and "<td>rl 900 = 900</td>" in s
+    assert "<td>9.0 / 63.5</td>" in s and ">old<" not in s
+    assert "<td>all traced: favored 600, standard 300; after the trace stopped: favored 2</td>" in s
+    checks["kernel_warnings"] = {"measured": {"lines": 1, "first": ["<4> WARNING: CPU: 0 PID: 1 at sch_favor"]}, "ok": False}
+    checks["favor_trace_counts"] = {"measured": {"favored": {"trace": 599, "counters_at_stop": 600, "counters_after": 600}},
+                                    "ok": False}
+    (tmp_path / "a" / "fidelity.json").write_text(json.dumps({"valid": False, "reasons": [], "checks": checks}))
+    s = report.kernel_health_section(report.runs_section(str(tmp_path)))
+    assert "WARNING: CPU: 0" in s and s.count("(FAILED)") == 2
+    assert "recorded the kernel checks" in report.kernel_health_section(report.runs_section(str(tmp_path / "none")))
+
+
 def test_tables_name_the_aqms_as_the_paper_and_the_figures_do():
     assert report.aqm_name("favor") == "FaQ" and report.aqm_name("droptail") == "DropTail"
     assert report.aqm_name("not-in-aqms-yaml") == "not-in-aqms-yaml"

@@ -146,6 +146,20 @@ def test_sampler_keeps_the_most_memory_in_use(monkeypatch):
     assert (c.mem_total, c.mem_peak) == (2000, 900)
 
 
+def test_slab_growth_judges_the_unreclaimable_slab_and_records_the_caches_beside_it(monkeypatch):
+    """A leak (kmalloc, skbs) grows SUnreclaim; the caches an hour of captures fills (SReclaimable) are
+    recorded, not judged."""
+    meminfo = "Slab:  102400 kB\nSReclaimable:   61440 kB\nSUnreclaim:   40960 kB\n"
+    assert runmod.slab_mib(meminfo=meminfo) == 40.0 and runmod.slab_mib("SReclaimable", meminfo) == 60.0
+    assert runmod.slab_mib("Nope", meminfo) != runmod.slab_mib("Nope", meminfo)       # nan: not there
+    for unreclaimable, ok in ((45.0, True), (40.0 + runmod.SLAB_GROWTH_MIB + 1, False)):
+        vals = {"SUnreclaim": iter([40.0, unreclaimable]), "SReclaimable": iter([60.0, 200.0])}
+        monkeypatch.setattr(runmod, "slab_mib", lambda field="SUnreclaim", meminfo=None: next(vals[field]))
+        monkeypatch.setattr(runmod, "mem_used_mib", lambda: (2000, 500))
+        c = runmod.CpuSampler().check()["slab_growth"]
+        assert c["ok"] is ok and c["measured"]["reclaimable_end_mib"] == 200.0, c
+
+
 def test_mem_used_reads_this_host():
     total, used = runmod.mem_used_mib()
     assert 0 < used < total
@@ -474,6 +488,39 @@ def test_popen_in_a_cgroup_moves_the_process_itself_before_it_runs(tmp_path):
     p = runmod.popen(["true"], cgroup=tmp_path)
     assert p.wait(timeout=10) == 0
     assert (tmp_path / "cgroup.procs").read_text().split() == [str(p.pid)]
+
+
+def test_trace_counts_check_holds_the_trace_to_the_queues_counters(tmp_path):
+    """Every decision the favor trace recorded against the traced queue's counters: at least those up to the
+    trace's stop, at most those up to after.json; a named difference otherwise; not compared when the trace
+    lost events."""
+    def stats(**c):
+        base = {"favored": 0, "standard": 0, "pushouts": 0, "drop_favored": 0, "drop_standard": 0}
+        return {"rl": [{"kind": "htb", "dev": "rl-eth1"}, {"kind": "favor", "dev": "rl-eth1", **base, **c}],
+                "rr": [{"kind": "favor", "dev": "rr-eth0", **base, "favored": 99}]}
+    before, after = stats(favored=5, standard=2), stats(favored=8, standard=3, pushouts=1, drop_standard=1)
+    f = tmp_path / "favor-trace.csv"
+    rows = ["favored"] * 3 + ["standard", "pushout_victim", "drop_standard"]
+    f.write_text("t,dev,verdict,src\n" + "".join(f"1.{i},rl-eth1,{v},10.1.0.1\n" for i, v in enumerate(rows))
+                 + "# lost_events=0\n")
+    c = runmod.trace_counts_check(f, before, after, "rl", "rl-eth1", after)["favor_trace_counts"]
+    assert c["ok"] and c["measured"]["favored"] == 3 and c["measured"]["pushout_victim"] == 1
+    assert "after_the_trace" not in c["measured"]
+    # two favored packets (a lingering FIN) after the trace stopped: within the bounds, and said
+    later = stats(favored=10, standard=3, pushouts=1, drop_standard=1)
+    c = runmod.trace_counts_check(f, before, later, "rl", "rl-eth1", after)["favor_trace_counts"]
+    assert c["ok"] and c["measured"]["after_the_trace"] == {"favored": 2}
+    # one favored decision of the traffic missing from the trace: named, with the counts around it
+    c = runmod.trace_counts_check(f, before, stats(favored=9, standard=3, pushouts=1, drop_standard=1), "rl",
+                                  "rl-eth1", stats(favored=9, standard=3, pushouts=1, drop_standard=1))["favor_trace_counts"]
+    assert not c["ok"] and c["measured"] == {"favored": {"trace": 3, "counters_at_stop": 4, "counters_after": 4}}
+    # a trace that lost events undercounts by design: not compared, and says so
+    f.write_text(f.read_text().replace("lost_events=0", "lost_events=7"))
+    c = runmod.trace_counts_check(f, before, after, "rl", "rl-eth1", after)["favor_trace_counts"]
+    assert c["ok"] and "not compared" in c["measured"]
+    # no trace, or no favor queue where the trace was taken: no check
+    assert runmod.trace_counts_check(tmp_path / "none.csv", before, after, "rl", "rl-eth1") == {}
+    assert runmod.trace_counts_check(f, before, after, "rl", "rl-eth9") == {}
 
 
 def test_trace_check_reads_the_recorders_last_line(tmp_path):
