@@ -116,6 +116,8 @@ def built():
     eng = _engine()
     p = subprocess.run([str(BUILD), "controller", "--engine", Path(eng).name], capture_output=True, text=True,
                        timeout=3600)
+    # the build's own log (what each step ran and how long it took) where pytest -s shows it
+    print(p.stderr[-3000:])
     assert p.returncode == 0, p.stderr[-4000:]
     ids = {n: (REPO / "containers" / n / "IMAGE_ID").read_text().split() for n in cb.PARENT}
     return eng, ids
@@ -146,7 +148,7 @@ def test_analysis_image_gives_the_hosts_verdict_and_figure_tables_byte_for_byte(
 def test_controller_image_bootstraps_with_nothing_to_install_and_no_network(built):
     eng, ids = built
     tag = ids["controller"][0]
-    p = subprocess.run([eng, "run", "--rm", "--network", "none", "--entrypoint", "bash", tag, "-c",
+    p = subprocess.run([*cb.engine_cmd(eng), "run", "--rm", *cb.ulimit_args(), "--network", "none", "--entrypoint", "bash", tag, "-c",
                         "scripts/bootstrap && ./favorlab help && command -v qemu-system-x86_64 debootstrap go "
                         "Rscript tshark && .venv/bin/python -c 'import snakemake, ansible'"],
                        capture_output=True, text=True, timeout=600)
