@@ -19,7 +19,7 @@ import re
 import sys
 from collections import Counter
 
-from orchestrate.provenance import favorlab_commit
+from orchestrate.provenance import container_image, favorlab_commit
 
 STYLE = """body{font-family:sans-serif;max-width:1100px;margin:auto}table{border-collapse:collapse;font-size:13px}
 td,th{border:1px solid #ccc;padding:3px 6px}.holds{background:#d9f2d9}.does-not-hold{background:#f7d4d4}
@@ -113,6 +113,7 @@ def provenance(runs, tables):
             for t in tables]
     facts = [("favorlab commit of the runs", distinct(c for r in runs for c in r.get("commits", []))),
              ("favorlab commit of this report", favorlab_commit()),
+             ("container image of this report (containers/)", container_image()),
              ("config", distinct(t.get("config_name") for t in tables) + " (config/<name>.yaml)"),
              ("scenarios (topology, Mb/s, buffer, IW, profile, cc, sizes, mean, dataplane; a chain's hops and AQM hops)",
               distinct(scen)),
