@@ -110,17 +110,29 @@ def _engine():
     return eng
 
 
+def _host_network_state():
+    """What an engine's bridge network changes on the host: IP forwarding, and firewall chains of its own."""
+    chains = subprocess.run(["iptables-save"], capture_output=True, text=True).stdout if shutil.which("iptables-save") else ""
+    return {"ip_forward": Path("/proc/sys/net/ipv4/ip_forward").read_text().strip(),
+            "engine_chains": sorted({l.split()[0] for l in chains.splitlines() if l.startswith(":") and
+                                     re.search("NETAVARK|CNI-|DOCKER", l)})}
+
+
 @pytest.fixture(scope="module")
 def built():
-    """Both images built from the lock files (cached by the engine's layers: seconds when nothing changed)."""
+    """Both images built from the lock files (cached by the engine's layers: seconds when nothing changed).
+    Building and using them leaves the host's network as it was: no engine bridge, so no IP forwarding
+    turned on and no NAT chains added (a forwarding host once looped a test's SYNs 64 times)."""
     eng = _engine()
+    host_before = _host_network_state()
     p = subprocess.run([str(BUILD), "controller", "--engine", Path(eng).name], capture_output=True, text=True,
                        timeout=3600)
     # the build's own log (what each step ran and how long it took) where pytest -s shows it
     print(p.stderr[-3000:])
     assert p.returncode == 0, p.stderr[-4000:]
     ids = {n: (REPO / "containers" / n / "IMAGE_ID").read_text().split() for n in cb.PARENT}
-    return eng, ids
+    yield eng, ids
+    assert _host_network_state() == host_before, "the container engine changed the host's network"
 
 
 @pytest.mark.slow
