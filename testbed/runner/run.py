@@ -755,6 +755,9 @@ class Run:
         self.p4 = None
         self.persistent = None
         self.cross = None
+        # favor's counters when the run starts and as its trace stops (trace_counts_check)
+        self.qdisc_before: dict = {}
+        self.qdisc_at_trace_stop: dict | None = None
 
     def run(self) -> int:
         (self.dir / "DONE").unlink(missing_ok=True)
@@ -826,7 +829,8 @@ class Run:
         for d in ("qdisc", "nstat", "pcap", "flows"):
             (self.dir / d).mkdir(exist_ok=True)
         self.kernel_log = KernelLog()
-        self.write_json("qdisc/before.json", qdisc_stats(net, self.routers()))
+        self.qdisc_before = qdisc_stats(net, self.routers())
+        self.write_json("qdisc/before.json", self.qdisc_before)
         if self.p4:
             self.write_json("qdisc/p4-before.json", p4_state(self.p4))
         self.nstat_before = nstat(net, self.hostsj["hosts"])
@@ -903,11 +907,8 @@ class Run:
         self.write_json("qdisc/after.json", qdisc_after)
         self.checks.update(favor_counts_check(qdisc_after))
         bneck = self.hostsj["bottleneck"]      # what start_trace traced (no trace file: no check)
-        at_stop = self.dir / "qdisc" / "trace-stop.json"
-        self.checks.update(trace_counts_check(self.dir / "qdisc" / "favor-trace.csv",
-                                              json.loads((self.dir / "qdisc" / "before.json").read_text()),
-                                              qdisc_after, bneck["node"], bneck["intf"],
-                                              json.loads(at_stop.read_text()) if at_stop.is_file() else None))
+        self.checks.update(trace_counts_check(self.dir / "qdisc" / "favor-trace.csv", self.qdisc_before, qdisc_after,
+                                              bneck["node"], bneck["intf"], self.qdisc_at_trace_stop))
         self.checks.update(self.kernel_log.check())
         if self.p4:
             after_p4 = p4_state(self.p4)
@@ -997,7 +998,8 @@ class Run:
             return
         # the queue's counters as the recorder stops: its trace must hold every decision up to here
         # (trace_counts_check); what passes later (a lingering FIN while the trace is parsed) only after.json has
-        self.write_json("qdisc/trace-stop.json", qdisc_stats(self.net, self.routers()))
+        self.qdisc_at_trace_stop = qdisc_stats(self.net, self.routers())
+        self.write_json("qdisc/trace-stop.json", self.qdisc_at_trace_stop)
         # the recorder parses the whole trace after the signal (outside the measured window): give it time
         stop(self.procs.pop("trace"), signal.SIGINT, wait=TRACE_PARSE_WAIT_S)
         self.checks["favor_trace"] = trace_check(self.dir / "qdisc" / "favor-trace.csv")
