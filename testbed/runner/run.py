@@ -25,6 +25,9 @@ CPU_BUSY_LIMIT = 0.90     # a run whose guest CPU is busier than this ...
 CPU_BUSY_SUSTAINED = 0.10  # ... for more than this share of its samples is invalid
 RTT_TOLERANCE_MS = 3.0     # defaults of a spec's `fidelity` (orchestrate.experiment.FIDELITY_DEFAULTS)
 RATE_MIN_SHARE = 0.90
+# pfifo, bfifo and pfifo_head_drop live in sch_fifo.c and pfifo_fast in sch_generic.c, both always built
+# in: there is no sch_pfifo module, and asking modprobe for one only puts a FATAL line in the run's log
+BUILTIN_QDISCS = frozenset({"pfifo", "bfifo", "pfifo_head_drop", "pfifo_fast"})
 PF_KTHREAD = 0x00200000    # /proc/<pid>/stat flags: a kernel thread (an exited process has no command line either)
 KTHREAD = "[kernel thread]"
 PROC_SNAPSHOT_EVERY = 5   # seconds between per-process CPU snapshots (one costs ~10 ms of Python per 100 processes)
@@ -784,7 +787,7 @@ class Run:
         kind = s["topology"]["kind"]
         topomod = topology_module(kind)
         workload_cmd("client", s)     # a missing workload binary fails the run before anything is set up
-        for qdisc in {s["aqm"]["forward"]["kind"], s["aqm"]["reverse"]["kind"]} - {"p4"}:
+        for qdisc in {s["aqm"]["forward"]["kind"], s["aqm"]["reverse"]["kind"]} - {"p4"} - BUILTIN_QDISCS:
             mod = f"sch_{qdisc}"
             p = out(["modprobe", mod])   # built-in or already loaded is fine; tc says if it is missing
             if p.strip():
