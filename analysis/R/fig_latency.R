@@ -7,8 +7,8 @@ fig_F2 <- function(t, out) {
   irto <- if (identical(fl$profile[1], "paper")) 3 else 1
   n <- n_note(unique(fl[, .(flows, runs)]), per = "per curve")
   # the flows that waited at least one initial RTO: where DropTail's bump sits
-  slow <- fl[, mean(latency >= irto), by = aqm]
-  ours <- sprintf("the share of flows that took at least the initial RTO (%g s): %s.", irto, per_aqm(setNames(slow$V1, slow$aqm), pct))
+  ours <- sprintf("the share of flows that took at least the initial RTO (%g s): %s", irto,
+                  dt_faq_per_scenario(fl, function(f) mean(f$latency >= irto), pct))
   p <- ggplot(fl, aes(latency, colour = aqm)) + geom_density(adjust = 0.5) +
     scale_x_continuous(limits = c(0, quantile(fl$latency, 0.99))) +
     geom_vline(xintercept = irto, linetype = "dotted") + annotate("text", x = irto, y = 0, label = sprintf("initial RTO %g s (paper: 3 s)", irto), hjust = -0.05, vjust = -0.5, size = 3) +

@@ -26,10 +26,9 @@ length_caption <- function(d, fl, metric) {
                                         aqm_label(aqm[1]), v[1], L_mean[1], v[.N], L_mean[.N])), by = .(scen, aqm)]
     return(paste0(paste(e$s, collapse = "; "), "."))
   }
-  all <- fl[aqm_is_dt(aqm) | aqm_is_faq(aqm), .(v = metric(.SD)), by = aqm]
-  paste(faq_vs_dt(d, "L_mean", "v", "length", "length classes"),
-        sprintf("Over all lengths: %s.", per_aqm(setNames(all$v, all$aqm))))
+  paste(faq_vs_dt(d, "L_mean", "v", "length", "length classes"), over_all_lengths(fl, metric))
 }
+over_all_lengths <- function(fl, metric) paste("Over all lengths:", dt_faq_per_scenario(fl, metric))
 length_fig <- function(id, metric, ylab, filter = identity, paper = NULL, logy = FALSE) function(t, out) {
   fl <- filter(common_flows(metric_flows(t)))
   if (!nrow(fl)) return(skip_fig(id, "no flows"))

@@ -210,6 +210,25 @@ test_that("F6: CCDF of the offered sizes, finished or not, each schedule once", 
   expect_equal(FIG_INDEX[["F6"]], list(status = "not drawn", detail = "no flow scheduled in the measurement window of a valid run"))
 })
 
+test_that("F2 and the length figures compare DropTail and FaQ per scenario, never with a scenario one AQM lacks", {
+  # the mean-100 scenario has DropTail alone (as when FaQ's run is invalid), with latencies a hundred times
+  # lower: pooled into DropTail's side it would put DropTail below FaQ over all lengths
+  alone <- hand_raw(mean = "100", scale = 0.01)
+  alone$flows <- alone$flows[run_id %in% alone$runs[aqm == "droptail", run_id]]
+  alone$runs <- alone$runs[aqm == "droptail"]
+  fig_F8(hand_tables(hand_raw(mean = "30"), alone), out)
+  cap <- readLines(file.path(out, "F8.caption.txt"))
+  # the paired scenario's common flows 1-5, plus load 0.5: DropTail 3.2 + 0.5, FaQ 2.5 + 0.5
+  expect_match(cap, "Over all lengths: DropTail 3.7, FaQ 3.", fixed = TRUE)
+  expect_match(cap, "Not compared \\(one of the two alone\\): [^.]*pareto-mean100 kernel\\.")
+  # F2's share of flows at or past the initial RTO (3 s): DropTail 3 of 5, FaQ 2 of 5 (latency plus load)
+  fig_F2(hand_tables(hand_raw(mean = "30"), alone), out)
+  cap <- readLines(file.path(out, "F2.caption.txt"))
+  expect_match(cap, "the initial RTO (3 s): DropTail 60.0%, FaQ 40.0%. Not compared (one of the two alone): ", fixed = TRUE)
+  fig_F8(hand_tables(alone), out)
+  expect_match(readLines(file.path(out, "F8.caption.txt")), "Over all lengths: no scenario with both DropTail and FaQ.", fixed = TRUE)
+})
+
 test_that("F7: skipped with one size distribution, one panel per distribution with two, means by hand", {
   fig_F7(hand_tables(hand_raw(loads = c(0.25, 0.75))), out)
   expect_equal(FIG_INDEX[["F7"]]$status, "not drawn")
