@@ -26,9 +26,8 @@ length_caption <- function(d, fl, metric) {
                                         aqm_label(aqm[1]), v[1], L_mean[1], v[.N], L_mean[.N])), by = .(scen, aqm)]
     return(paste0(paste(e$s, collapse = "; "), "."))
   }
-  paste(faq_vs_dt(d, "L_mean", "v", "length", "length classes"), over_all_lengths(fl, metric))
+  paste(faq_vs_dt(d, "L_mean", "v", "length", "length classes"), "Over all lengths:", dt_faq_per_scenario(fl, metric))
 }
-over_all_lengths <- function(fl, metric) paste("Over all lengths:", dt_faq_per_scenario(fl, metric))
 length_fig <- function(id, metric, ylab, filter = identity, paper = NULL, logy = FALSE) function(t, out) {
   fl <- filter(common_flows(metric_flows(t)))
   if (!nrow(fl)) return(skip_fig(id, "no flows"))
