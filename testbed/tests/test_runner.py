@@ -339,9 +339,13 @@ def test_persistent_flows_start_late_and_all_report(guest, tmp_path):
         started = raw["start"]["timestamp"]["timesecs"] - plan["t0_unix"]
         print(f"{g['src']}-{g['dst']}: {g['streams']} stream(s) from t0 + {started:.2f} s")
         # iperf3 stamps its start when its control connection is up, in whole seconds. The nine groups
-        # connect at once through the 8-packet buffer, so a SYN of theirs may be lost and resent after the
-        # profile's initial RTO (3 s): a group starts at start_s, or one initial RTO after it, never before.
-        latest = spec["workload"]["start_s"] + 2 + spec["tcp"]["initial_rto_ms"] / 1000
+        # connect at once through the 8-packet buffer beside the short flows, so a connection's set-up can
+        # lose segments, each recovered after the profile's initial RTO (3 s): a lost SYN, then the SYN-ACK
+        # to its resend or the first data segment (after a resent SYN the RTO keeps its initial value,
+        # Karn's rule). Two losses put the stamp at start_s + 2 RTO (seen in CI: one group at t0 + 12.2 s,
+        # the others at 6.2 s). So a group starts between start_s and start_s + 2 RTO, never before; a
+        # third loss (+3 RTO, 1 s before the traffic ends) fails this test, and is worth a look if it recurs.
+        latest = spec["workload"]["start_s"] + 2 + 2 * spec["tcp"]["initial_rto_ms"] / 1000
         assert spec["workload"]["start_s"] - 1 <= started <= latest, started
         got = persistent.parse_iperf3_json(json.dumps(raw))
         assert len(got["streams"]) == g["streams"] and all(st["bytes"] > 0 for st in got["streams"])
