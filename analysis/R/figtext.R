@@ -83,15 +83,16 @@ common_note <- function(t, fl) {
 per_aqm <- function(v, f = function(x) sprintf("%.3g", x)) paste(aqm_label(names(v)), f(v), collapse = ", ")
 
 # DropTail and FaQ, `metric` of each one's flows, per scenario and only in the scenarios that have both, e.g.
-# "DropTail 3.7, FaQ 3." (with the scenario's name before each when there are several). Pooled across
-# scenarios, one that has a single one of the two (its partner's run invalid) would weigh on one side only.
-dt_faq_per_scenario <- function(fl, metric, f = function(x) sprintf("%.3g", x)) {
+# "DropTail 3.7, FaQ 3." (with the scenario's name before each when there are several, or always with
+# name_each). Pooled across scenarios, one that has a single one of the two (its partner's run invalid)
+# would weigh on one side only.
+dt_faq_per_scenario <- function(fl, metric, f = function(x) sprintf("%.3g", x), name_each = FALSE) {
   a <- fl[aqm_is_dt(aqm) | aqm_is_faq(aqm), .(v = metric(.SD)), by = .(scen, aqm)]
   pair <- a[, .(both = any(aqm_is_dt(aqm)) && any(aqm_is_faq(aqm))), by = scen][both == TRUE, scen]
   alone <- setdiff(unique(a$scen), pair)
   a <- a[scen %in% pair]
   if (!nrow(a)) return("no scenario with both DropTail and FaQ.")
-  pre <- length(pair) > 1
+  pre <- name_each || length(pair) > 1
   s <- a[, .(s = paste0(if (pre) paste0(scen[1], ": ") else "", per_aqm(setNames(v, aqm), f))), by = scen]$s
   paste0(paste(s, collapse = "; "), ".",
          if (length(alone)) sprintf(" Not compared (one of the two alone): %s.", paste(alone, collapse = "; ")) else "")

@@ -229,6 +229,26 @@ test_that("F2 and the length figures compare DropTail and FaQ per scenario, neve
   expect_match(readLines(file.path(out, "F8.caption.txt")), "Over all lengths: no scenario with both DropTail and FaQ.", fixed = TRUE)
 })
 
+test_that("F13 compares the most flows in the system per panel, never with a load one AQM lacks", {
+  # flow k starts (SYN) at k s and leaves at k + its latency; under FaQ every flow takes 0.75 s at load 0.25
+  with_times <- function(r) {
+    r$flows[, `:=`(syn_t = flow_id, done_t = ifelse(latency_s == "", "", as.character(as.numeric(flow_id) + as.numeric(latency_s))))]
+    r
+  }
+  both <- with_times(hand_raw(loads = 0.25, flows = copy(HAND_FLOWS)[, faq := 0.5]))
+  alone <- with_times(hand_raw(loads = 0.75, scale = 3))
+  alone$flows <- alone$flows[run_id %in% alone$runs[aqm == "droptail", run_id]]
+  alone$runs <- alone$runs[aqm == "droptail"]
+  fig_F13(hand_tables(both, alone), out)
+  expect_equal(FIG_INDEX[["F13"]]$status, "drawn")
+  # replication 0, forward flows 1-7 and 9. DropTail at 0.25 holds flows 3, 4, 5, 6 at t = 6 (flow 3 leaves at
+  # 6.25); FaQ's flows never overlap; DropTail at 0.75 (latency 3 dt + 0.75) holds 3, 4, 5, 6, 7, 9 at t = 9
+  d <- fread(file.path(out, "F13.csv"))
+  expect_equal(d[, .(m = max(n)), keyby = .(aqm, load)]$m, c(4L, 6L, 1L))
+  cap <- readLines(file.path(out, "F13.caption.txt"))
+  expect_match(cap, "per panel: load 0.25: DropTail 4, FaQ 1. Not compared (one of the two alone): load 0.75.", fixed = TRUE)
+})
+
 test_that("F7: skipped with one size distribution, one panel per distribution with two, means by hand", {
   fig_F7(hand_tables(hand_raw(loads = c(0.25, 0.75))), out)
   expect_equal(FIG_INDEX[["F7"]]$status, "not drawn")
