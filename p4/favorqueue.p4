@@ -9,7 +9,7 @@
  *   switch's high-priority queue (priority 1), standard packets to the low one (priority 0): strict
  *   priority serves favored packets first, and FIFO order within each queue keeps the kernel's order.
  *   "Is a packet of this flow queued" is a per-bucket count of queued packets (1024 buckets of a crc32
- *   of the 5-tuple, as sch_favor's 1024 buckets of a jhash), incremented here at admission and
+ *   of the 5-tuple; sch_favor has 1024 buckets of a keyed siphash), incremented here at admission and
  *   decremented in egress when the packet leaves the queue.
  *
  *   The buffer limit is enforced HERE, at admission, on one count shared by both queues (sch_favor has
