@@ -31,7 +31,7 @@ fig_F13 <- function(t, out) {
   # per curve's panel (scenario and load), so a load or scenario where one AQM's run is invalid does not set
   # that AQM's maximum alone
   ours <- paste("the most flows in the system at once, per panel:",
-                dt_faq_per_scenario(copy(ev)[, scen := panel], function(d) max(d$n),
+                dt_faq_per_scenario(ev[, .(scen = panel, aqm, n)], function(d) max(d$n),
                                     function(x) sprintf("%d", as.integer(x)), name_each = TRUE))
   p <- ggplot(ev, aes(t, n, colour = aqm)) + geom_step() + facet_wrap(~ panel, labeller = label_wrap_gen(40)) + aqm_scale() +
     labs(x = "time (s)", y = "flows in the system", title = fig_title("F13"),
