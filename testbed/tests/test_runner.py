@@ -322,6 +322,10 @@ def test_persistent_flows_start_late_and_all_report(guest, tmp_path):
                 workload={"kind": "persistent", "flows": 10, "start_s": 6}, duration_s=16, drain_s=5)
     # and the congestion-control axis: cubic under the paper profile, applied in every host and read back
     spec["tcp"]["congestion_control"] = "cubic"
+    # RFC 6298's 1 s initial RTO instead of the paper's 3 s (test_initial_rto_in_guest covers that one): the
+    # groups' set-ups lose SYNs in the full buffer (below), and with 3 s a third loss in a row (at t0 + 6,
+    # 9 and 15 s) leaves a group unconnected when the traffic ends; with 1 s it takes four (6, 7, 9, 13 s).
+    spec["tcp"]["initial_rto_ms"] = 1000
     (tmp_path / "run.json").write_text(json.dumps(spec))
     sched = tmp_path / "schedule.csv"
     _schedule(sched, 0.2, spec["duration_s"])
@@ -337,16 +341,23 @@ def test_persistent_flows_start_late_and_all_report(guest, tmp_path):
     for g in plan["groups"]:
         raw = json.loads((run_dir / "persistent" / f"iperf3-{g['src']}-{g['dst']}.json").read_text())
         started = raw["start"]["timestamp"]["timesecs"] - plan["t0_unix"]
-        print(f"{g['src']}-{g['dst']}: {g['streams']} stream(s) from t0 + {started:.2f} s")
-        # iperf3 stamps its start when its control connection is up, in whole seconds. The nine groups
-        # connect at once through the 8-packet buffer beside the short flows, so a connection's set-up can
-        # lose segments, each recovered after the profile's initial RTO (3 s): a lost SYN, then the SYN-ACK
-        # to its resend or the first data segment (after a resent SYN the RTO keeps its initial value,
-        # Karn's rule). Two losses put the stamp at start_s + 2 RTO (seen in CI: one group at t0 + 12.2 s,
-        # the others at 6.2 s). So a group starts between start_s and start_s + 2 RTO, never before; a
-        # third loss (+3 RTO, 1 s before the traffic ends) fails this test, and is worth a look if it recurs.
-        latest = spec["workload"]["start_s"] + 2 + 2 * spec["tcp"]["initial_rto_ms"] / 1000
-        assert spec["workload"]["start_s"] - 1 <= started <= latest, started
+        dst_ip, src_ip = g["client"][g["client"].index("-c") + 1], g["client"][g["client"].index("-B") + 1]
+        syns, connected = _control_handshake(run_dir / "pcap" / f"sender-{g['src']}.pcap", src_ip, dst_ip, g["port"])
+        syns = [t - plan["t0_unix"] for t in syns]
+        connected -= plan["t0_unix"]
+        print(f"{g['src']}-{g['dst']}: {g['streams']} stream(s); control SYN(s) at t0 + "
+              f"{', '.join(f'{t:.2f}' for t in syns)} s, connected at {connected:.2f} s, iperf3 start {started:.2f} s")
+        # The runner's part: each client is launched at start_s, never before. Its first SYN leaves 0.5-0.6 s
+        # later in the TCG guest (the shell's sleep, iperf3's exec and start-up): 1.5 s allows for a busier host.
+        start_s = spec["workload"]["start_s"]
+        assert start_s <= syns[0] <= start_s + 1.5, syns
+        # The network's part: the nine groups connect at once through the 8-packet buffer beside the short
+        # flows, so a set-up can lose its SYN or SYN-ACK and wait out the initial RTO, backing off, once or
+        # more (CI, with 3 s, saw groups connect 6 s and 9 s late). That is TCP, not the runner, so the test does not
+        # bound it; it asks that iperf3's start stamp (whole seconds) is the captured handshake's, i.e. no
+        # delay other than the network's, and that the group connected before the traffic ended.
+        assert connected - 1 <= started <= connected + 1, (started, connected)
+        assert connected < spec["duration_s"], connected
         got = persistent.parse_iperf3_json(json.dumps(raw))
         assert len(got["streams"]) == g["streams"] and all(st["bytes"] > 0 for st in got["streams"])
         assert got["congestion"] == "cubic"
@@ -354,6 +365,27 @@ def test_persistent_flows_start_late_and_all_report(guest, tmp_path):
     print(f"persistent flows: {total:.2f} Mb/s together")
     assert 3 <= total <= 10.5       # they fill most of the 10 Mb/s bottleneck beside a 0.2 load of short flows
     assert (run_dir / "flows" / "client-a1.csv").is_file()
+
+
+def _control_handshake(pcap: Path, src_ip: str, dst_ip: str, port: int) -> tuple[list[float], float]:
+    """From a sender's capture: the times of the SYNs of an iperf3 client's control connection (its first
+    connection to dst_ip:port) and of the first ACK that completes that connection's handshake."""
+    from scapy.all import IP, TCP, PcapReader
+    sport, syns = None, []
+    with PcapReader(str(pcap)) as rd:
+        for p in rd:
+            if IP not in p or TCP not in p or p[IP].src != src_ip or p[IP].dst != dst_ip or p[TCP].dport != port:
+                continue
+            flags = p[TCP].flags
+            if sport is None and flags.S:
+                sport = p[TCP].sport
+            if p[TCP].sport != sport:
+                continue
+            if flags.S:
+                syns.append(float(p.time))
+            elif flags.A:
+                return syns, float(p.time)
+    raise AssertionError(f"{pcap.name}: no completed handshake {src_ip} -> {dst_ip}:{port} (SYNs at {syns})")
 
 
 # AQMs whose traffic test is elsewhere: favorlab's qdiscs (sch_favor, sch_run2c, sch_las, sch_riops, sch_qsdrr) in the qdisc
