@@ -337,12 +337,13 @@ def test_persistent_flows_start_late_and_all_report(guest, tmp_path):
     assert applied["ok"] and {h["net.ipv4.tcp_congestion_control"] for h in applied["measured"].values()} == {"cubic"}
     plan = json.loads((run_dir / "persistent" / "plan.json").read_text())
     assert sum(g["streams"] for g in plan["groups"]) == 10 and len(plan["groups"]) == 9
+    ips = {h: v["ip"] for h, v in dumbbell.hosts_json(spec["topology"])["hosts"].items()}
     total = 0.0
     for g in plan["groups"]:
         raw = json.loads((run_dir / "persistent" / f"iperf3-{g['src']}-{g['dst']}.json").read_text())
         started = raw["start"]["timestamp"]["timesecs"] - plan["t0_unix"]
-        dst_ip, src_ip = g["client"][g["client"].index("-c") + 1], g["client"][g["client"].index("-B") + 1]
-        syns, connected = _control_handshake(run_dir / "pcap" / f"sender-{g['src']}.pcap", src_ip, dst_ip, g["port"])
+        syns, connected = _control_handshake(run_dir / "pcap" / f"sender-{g['src']}.pcap", ips[g["src"]], ips[g["dst"]],
+                                             g["port"])
         syns = [t - plan["t0_unix"] for t in syns]
         connected -= plan["t0_unix"]
         print(f"{g['src']}-{g['dst']}: {g['streams']} stream(s); control SYN(s) at t0 + "
@@ -370,21 +371,19 @@ def test_persistent_flows_start_late_and_all_report(guest, tmp_path):
 def _control_handshake(pcap: Path, src_ip: str, dst_ip: str, port: int) -> tuple[list[float], float]:
     """From a sender's capture: the times of the SYNs of an iperf3 client's control connection (its first
     connection to dst_ip:port) and of the first ACK that completes that connection's handshake."""
-    from scapy.all import IP, TCP, PcapReader
+    from analysis.pcapread import ACK, SYN, read_pcap
     sport, syns = None, []
-    with PcapReader(str(pcap)) as rd:
-        for p in rd:
-            if IP not in p or TCP not in p or p[IP].src != src_ip or p[IP].dst != dst_ip or p[TCP].dport != port:
-                continue
-            flags = p[TCP].flags
-            if sport is None and flags.S:
-                sport = p[TCP].sport
-            if p[TCP].sport != sport:
-                continue
-            if flags.S:
-                syns.append(float(p.time))
-            elif flags.A:
-                return syns, float(p.time)
+    for p in read_pcap(pcap):
+        if p.src != src_ip or p.dst != dst_ip or p.dport != port:
+            continue
+        if sport is None and p.flags & SYN:
+            sport = p.sport
+        if p.sport != sport:
+            continue
+        if p.flags & SYN:
+            syns.append(p.t)
+        elif p.flags & ACK:
+            return syns, p.t
     raise AssertionError(f"{pcap.name}: no completed handshake {src_ip} -> {dst_ip}:{port} (SYNs at {syns})")
 
 
