@@ -283,6 +283,27 @@ def test_figures_config_has_a_section_for_every_figure_of_the_paper():
     assert all(r.scenario == "persistent" for r in by["persistent"]) and by["persistent"]
 
 
+def test_paper_config_is_every_figure_at_the_papers_scale():
+    """config/paper.yaml covers the same figures as config/figures.yaml, with the paper's durations and
+    replications (Section 4, Table 4; 2000 s for Section 5.3, 5000 s for Section 8)."""
+    figs = yaml.safe_load((REPO / "analysis" / "figures.yaml").read_text())
+    cfg = experiment.load(REPO / "config" / "paper.yaml")
+    assert {f for sec in cfg["matrix"] for f in sec["figures"]} == {f for f, v in figs.items() if "number" in v}
+    runs = experiment.runs(cfg)
+    by = {s["name"]: [r for r in runs if r.section == s["name"]] for s in cfg["matrix"]}
+    table1 = by["table1"]
+    assert {r.aqm for r in table1} == {"droptail", "favor", "choke", "las", "run2c"}
+    assert {r.iw for r in table1} == {2, 10} and len({r.load for r in table1}) == 10
+    assert {r.replication for r in table1} == set(range(10))
+    spec = experiment.run_spec(cfg, table1[0])
+    assert (spec["duration_s"], spec["warmup_s"]) == (500, 50)
+    assert {r.bottleneck_mbps for r in by["bottleneck-100"]} == {100}
+    sweep = {r.buffer_pkts for r in experiment._all_runs(cfg) if r.section == "buffer-sweep"}
+    assert min(sweep) == 8 and max(sweep) == 100 and len(sweep) >= 6
+    assert experiment.run_spec(cfg, by["persistent"][0])["duration_s"] == 2000
+    assert experiment.run_spec(cfg, by["chain"][0])["duration_s"] == 5000
+
+
 # ------------------------------------------------------------------ scenario chain (Section 8)
 
 
