@@ -297,14 +297,17 @@ GSO_SCRIPT = r"""set -e
 for n in gsoS gsoR; do ip netns add $n; ip -n $n link set lo up; done
 trap 'ip netns del gsoS; ip netns del gsoR' EXIT
 ip link add v0 netns gsoS type veth peer name v1 netns gsoR
-ip -n gsoS addr add 10.8.0.1/24 dev v0 && ip -n gsoS link set v0 up
+ip -n gsoS addr add 10.8.0.1/24 dev v0
 ip -n gsoR addr add 10.8.0.2/24 dev v1 && ip -n gsoR link set v1 up
 ip netns exec gsoS ethtool -K v0 tso on gso on >/dev/null
 ip netns exec gsoR ethtool -K v1 gro off >/dev/null 2>&1 || true
 export TC_LIB_DIR=/usr/local/lib/favorlab/tc
+# the tree is whole before v0 comes up: an IPv6 router solicitation or MLD report sent while htb had no class
+# 1:1 (its direct queue) or 1:1 still had its default pfifo would count at htb and never at favor
 tc -n gsoS qdisc add dev v0 root handle 1: htb default 1
 tc -n gsoS class add dev v0 parent 1: classid 1:1 htb rate 20mbit
 tc -n gsoS qdisc add dev v0 parent 1:1 handle 10: favor limit 50
+ip -n gsoS link set v0 up
 ip netns exec gsoR tcpdump -i v1 -n -s 96 -w /tmp/gso.pcap 'tcp' 2>/dev/null &
 dump=$!
 ip netns exec gsoR iperf3 -s -1 -B 10.8.0.2 >/dev/null &

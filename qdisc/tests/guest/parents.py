@@ -27,19 +27,25 @@ SRC, DST = "10.8.0.1", "10.8.0.2"
 
 
 def device(kind):
+    """The device, still down: the tc tree goes on before it comes up (bring_up), so that no packet (an IPv6
+    router solicitation, an MLD report) passes a half-built tree and counts at the root but not at the leaf."""
     if kind == "mq":
         # veth with 4 tx queues: mq's children are one per queue; the peer receives in this namespace
         sh("ip", "link", "add", "v0", "numtxqueues", "4", "numrxqueues", "4", "type", "veth",
            "peer", "name", "v1", "numtxqueues", "4", "numrxqueues", "4")
         sh("ip", "addr", "add", f"{SRC}/24", "dev", "v0")
-        sh("ip", "link", "set", "v1", "up")
-        sh("ip", "link", "set", "v0", "up")
-        sh("ip", "neigh", "add", DST, "lladdr", "02:00:00:00:00:02", "dev", "v0")
         return "v0"
     sh("ip", "link", "add", "d0", "type", "dummy")
     sh("ip", "addr", "add", f"{SRC}/24", "dev", "d0")
-    sh("ip", "link", "set", "d0", "up")
     return "d0"
+
+
+def bring_up(dev):
+    if dev == "v0":
+        sh("ip", "link", "set", "v1", "up")
+    sh("ip", "link", "set", dev, "up")
+    if dev == "v0":
+        sh("ip", "neigh", "add", DST, "lladdr", "02:00:00:00:00:02", "dev", "v0")
 
 
 def qdiscs(dev):
@@ -98,6 +104,7 @@ def main():
     dev = device(spec.get("device", "dummy"))
     for cmd in spec["tc"]:
         sh("tc", *[a.replace("{dev}", dev) for a in cmd])
+    bring_up(dev)
     stop = threading.Event()
 
     def changer():
