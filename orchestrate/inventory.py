@@ -79,8 +79,5 @@ def write(inv: dict, out: str, header: str, force: bool = False) -> None:
     from orchestrate import pool
     for host in inv["all"]["children"][GROUP]["hosts"]:
         pool.known_hosts_file(pool.ssh_member_id(host, path)).unlink(missing_ok=True)
-    text = render(with_host_keys(inv, path), header)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(text)
-    tmp.replace(path)
+    from orchestrate import atomic
+    atomic.write_text(path, render(with_host_keys(inv, path), header))

@@ -25,6 +25,8 @@ import time
 from datetime import datetime, timezone
 from pathlib import Path
 
+from orchestrate import atomic
+
 # A local guest has 2 vCPUs (testbed/README.md, "vCPUs": 2 measured against 1 and 3), and a guest whose
 # vCPUs share a host core with another guest's is slowed in every run: one guest per 2 host cores.
 CORES_PER_GUEST = 2
@@ -95,9 +97,9 @@ class Lease:
         self.released_utc: str | None = None
         self._holder = lease_dir() / f"{self.id}.holder"
         try:   # who holds it, for the "waiting" message of others (informational only)
-            self._holder.write_text(json.dumps({"pid": os.getpid(), "machine": socket.gethostname(),
-                                                "cwd": os.getcwd(), "what": what,
-                                                "acquired_utc": self.acquired_utc}) + "\n")
+            atomic.write_json(self._holder, {"pid": os.getpid(), "machine": socket.gethostname(),
+                                             "cwd": os.getcwd(), "what": what,
+                                             "acquired_utc": self.acquired_utc})
         except OSError:
             pass
 
@@ -171,15 +173,14 @@ def lease(members: list[dict], excluded_dir: Path | None, what: str = "", poll_s
 
 def exclude(excluded_dir: Path, mid: str, reason: str) -> dict:
     rec = {"member": mid, "reason": reason, "excluded_utc": now_utc()}
-    excluded_dir.mkdir(parents=True, exist_ok=True)
-    tmp = excluded_dir / f".{mid}.tmp"
-    tmp.write_text(json.dumps(rec) + "\n")
-    tmp.replace(excluded_dir / mid)
+    atomic.write_json(excluded_dir / mid, rec)
     return rec
 
 
 def excluded(excluded_dir: Path | None) -> dict[str, dict]:
-    """member id -> its exclusion record (a file that is not JSON still counts, with its text as reason)."""
+    """member id -> its exclusion record. A file that is not JSON (written by hand, or cut short) still
+    counts, with its text as reason: leaving a member out errs on the safe side, and lasts only until the
+    next pipeline start."""
     if not excluded_dir or not Path(excluded_dir).is_dir():
         return {}
     out = {}
