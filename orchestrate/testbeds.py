@@ -31,6 +31,7 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
+import re
 import shlex
 import subprocess
 import sys
@@ -149,6 +150,42 @@ def dead_reason(tb: dict) -> str | None:
     return None
 
 
+class TestbedError(SystemExit):
+    """Bad input for a testbed command: the message names the problem and the fix (a SystemExit, as the
+    other refusals here: the command line prints it as one line, run_step records it as a failed up)."""
+
+
+# An Ansible host pattern is a language (",", ":", "!", "&", "*", "~regex"): a host name that is not a
+# plain name could select other hosts of the inventory than the one meant
+HOST_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9._-]*")
+
+
+def site_vars(tb: dict, ssh_common_args: list[str]) -> dict:
+    """The extra vars of site.yml for this testbed."""
+    ev = {}
+    if tb.get("p4"):   # a config with a P4 AQM: the toolchain and the programs too (role p4_toolchain)
+        ev["favorlab_p4"] = True
+        tarball = experiment.p4_tarball()
+        if tarball:
+            ev["p4_toolchain_tarball"] = str(Path(tarball).resolve())
+    # the member's host-key options ahead of the inventory's own (Ssh.common_args): as an extra var it
+    # replaces the inventory's ansible_ssh_common_args for this one host (--limit)
+    ev["ansible_ssh_common_args"] = shlex.join(ssh_common_args)
+    return ev
+
+
+def playbook_command(playbook: str, inv: str, host: str, extra_vars: dict, *more: str) -> list[str]:
+    """ansible-playbook for one host of an inventory (run from ansible/). The extra vars go as one JSON
+    object: Ansible splits a `-e key=value` string at spaces and reads further `key=value` words in it as
+    more variables, so a path with a space would be cut and could set favorlab_root; JSON keeps each
+    value whole."""
+    if not HOST_NAME.fullmatch(host) or host in ("all", "ungrouped"):
+        raise TestbedError(f"host name {host!r}: use a plain inventory host name (letters, digits, '.', "
+                           f"'_', '-'), not an Ansible pattern")
+    return [str(VENV_BIN / "ansible-playbook"), "-i", inv, "--limit", host, *more,
+            "-e", json.dumps(extra_vars), playbook]
+
+
 def up(tb: dict, out=None) -> None:
     """Boot (a local guest) and provision the testbed with this checkout's code unless it already is.
     out: a file for the output of favorvm and Ansible (up-all: one per member), else ours."""
@@ -165,16 +202,7 @@ def up(tb: dict, out=None) -> None:
         return
     inv, host = inventory(tb)
     log(f"provisioning {host} with Ansible (ansible/site.yml)", out)
-    extra = []
-    if tb.get("p4"):   # a config with a P4 AQM: the toolchain and the programs too (role p4_toolchain)
-        extra = ["-e", "favorlab_p4=true"]
-        tarball = experiment.p4_tarball()
-        if tarball:
-            extra += ["-e", f"p4_toolchain_tarball={tarball}"]
-    # the member's host-key options ahead of the inventory's own (Ssh.common_args): as an extra var it
-    # replaces the inventory's ansible_ssh_common_args for this one host (--limit)
-    extra += ["-e", json.dumps({"ansible_ssh_common_args": shlex.join(ssh.common_args)})]
-    subprocess.run([str(VENV_BIN / "ansible-playbook"), "-i", inv, "--limit", host, *extra, "site.yml"],
+    subprocess.run(playbook_command("site.yml", inv, host, site_vars(tb, ssh.common_args)),
                    check=True, cwd=REPO / "ansible", stdin=subprocess.DEVNULL, stdout=out, stderr=out)
     r = ssh.capture(f"mkdir -p $(dirname {MARKER}) && echo {want} > {MARKER}", timeout=120)
     if r.returncode != 0:
