@@ -429,11 +429,6 @@ def _collisions(cfg: dict, source: str) -> list[str]:
 
 # ------------------------------------------------------------------ the testbed pool
 
-# The keys that choose how many testbeds and which: not part of the run rule's `testbed` parameter
-# (testbed_param), so that growing or shrinking a pool never makes Snakemake redo finished runs.
-POOL_KEYS = ("count", "hosts", "group", "retries")
-
-
 def _testbed_defaults(schema: dict) -> dict:
     props = schema["properties"]["testbed"]["properties"]
     return {k: v["default"] for k, v in props.items() if "default" in v}
@@ -543,10 +538,17 @@ def expand_pool(tb: dict, defaults: dict, source: str = "config", warn=None) -> 
     return {"members": members, "size": len(members), "retries": tb.get("retries", defaults["retries"])}
 
 
+# The testbed keys that change a measurement: a run in the local TCG guest and one on a real host differ in
+# CPU and timer precision, so moving a config between them redoes its runs. Which guest or host (vm_name,
+# host, hosts, group, inventory), the pool's size, whether guests stay up (keep_running) and the derived P4
+# toolchain flag (the run spec's aqm already says P4) are not part of an experiment.
+TESTBED_EXPERIMENT_KEYS = ("kind",)
+
+
 def testbed_param(cfg: dict) -> dict:
-    """The run rule's `testbed` parameter, as it was before pools: Snakemake redoes a run whose params
-    changed (--rerun-triggers params), and the pool's size or hosts do not change an experiment."""
-    return {k: v for k, v in cfg["testbed"].items() if k not in POOL_KEYS}
+    """The run rule's `testbed` parameter: Snakemake redoes a run whose params changed (--rerun-triggers
+    params), so it holds only the testbed keys that change what a run measures."""
+    return {k: v for k, v in cfg["testbed"].items() if k in TESTBED_EXPERIMENT_KEYS}
 
 
 def _warn(msg: str) -> None:

@@ -7,8 +7,10 @@
 # (orchestrate/run_step.py). A job whose testbed died fails, that testbed is left out for the rest
 # of the pipeline, and `retries:` start the job again on another member.
 import json
+import os
 import shutil
 import sys
+from datetime import datetime, timezone
 
 
 POOL = CFG["pool"]
@@ -39,9 +41,10 @@ rule run:
     output:
         directory(f"{RESULTS}/runs/{{run_id}}"),
     params:
+        # What selects a rerun (--rerun-triggers params): the run spec, which is what the run does, and the
+        # kind of testbed (orchestrate.experiment.testbed_param); which guest or host, whether it stays up,
+        # the pool and the P4 toolchain flag are not experiment parameters and are left out
         spec=_spec,
-        # as before pools (orchestrate.experiment.testbed_param): the pool's size or hosts are not part of an
-        # experiment, and a changed parameter would make Snakemake redo every finished run
         testbed=experiment.testbed_param(CFG),
     threads: RUN_THREADS
     resources:
@@ -54,11 +57,50 @@ rule run:
         spec_dir.mkdir(parents=True, exist_ok=True)
         (spec_dir / "run.json").write_text(json.dumps(params.spec, indent=2) + "\n")
         shell(
-            "{PY} -m orchestrate.run_step --testbed {pool} --spec {spec} --schedule {input.schedule}"
-            " --run-dir {output} --attempts {CFG[attempts]} --excluded-dir {EXCLUDED}"
-            " 2>&1 | tee -a {log}; exit ${{PIPESTATUS[0]}}",
-            pool=experiment.shell_json(POOL["members"]), spec=spec_dir / "run.json",
+            "{PY:q} -m orchestrate.run_step --testbed {pool} --spec {spec:q} --schedule {input.schedule:q}"
+            " --run-dir {output:q} --attempts {attempts:q} --excluded-dir {EXCLUDED:q}"
+            " 2>&1 | tee -a {log:q}; exit ${{PIPESTATUS[0]}}",
+            pool=experiment.shell_json(POOL["members"]), spec=str(spec_dir / "run.json"), attempts=CFG["attempts"],
         )
+
+
+# A finished run that Snakemake is about to redo (its spec or its schedule changed) is not deleted: it
+# moves to results/<config>/superseded/<run_id>-<UTC stamp>/ with its attempts and pcaps, and the
+# pipeline says which run and why. Snakemake removes a job's existing output just before the job runs,
+# after the onstart hook (tests/test_reruns.py checks this with a real execution), so the move happens
+# here. `./favorlab ... --force` (FAVORLAB_FORCE=1) lets Snakemake delete them as it would by itself.
+FORCE = os.environ.get("FAVORLAB_FORCE") == "1"
+
+
+def _spec_change(old_dir, run_id):
+    """The top-level run.json fields whose value differs between the finished run and the new spec."""
+    try:
+        old = json.loads((Path(old_dir) / "run.json").read_text())
+    except (OSError, ValueError):
+        return []
+    new = experiment.run_spec(CFG, RUNS[run_id])
+    return sorted(k for k in set(old) | set(new) if old.get(k) != new.get(k))
+
+
+def _supersede(jobs):
+    stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%SZ")
+    for job in jobs:
+        out = Path(job.output[0])
+        if not out.is_dir():
+            continue
+        run_id = out.name
+        fields = _spec_change(out, run_id)
+        why = "; ".join(workflow.dag.reason(job).get_names()) or "Snakemake redoes it"
+        what = f"its spec changed ({', '.join(fields)})" if fields else why
+        if FORCE:
+            print(f"favorlab: redoing the finished run {run_id}: {what}; --force: its directory is deleted",
+                  file=sys.stderr, flush=True)
+            continue
+        dest = Path(RESULTS, "superseded", f"{run_id}-{stamp}")
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        os.replace(out, dest)
+        print(f"favorlab: redoing the finished run {run_id}: {what}; the old run is kept in {dest}/ "
+              f"(--force deletes it instead)", file=sys.stderr, flush=True)
 
 
 # Before the first job, once per pipeline (onstart runs only when there is something to do, and never
@@ -69,17 +111,18 @@ rule run:
 # have to be an input of every run, and a new input makes Snakemake redo the finished runs; a hook also
 # sees the plan, so a pipeline whose runs are all done boots no guest.
 onstart:
+    _supersede([j for j in workflow.dag.needrun_jobs() if j.rule.name == "run"])
     shutil.rmtree(EXCLUDED, ignore_errors=True)
     _todo = sum(1 for j in workflow.dag.needrun_jobs() if j.rule.name == "run")
     if _todo:
-        shell("{PY} -m orchestrate.testbeds up-all --pool {pool} --limit {n} --excluded-dir {EXCLUDED}"
-              " --log-dir {RESULTS}/logs/testbeds || true",
-              pool=experiment.shell_json(POOL["members"]), n=min(_todo, AT_ONCE))
+        shell("{PY:q} -m orchestrate.testbeds up-all --pool {pool} --limit {n:q} --excluded-dir {EXCLUDED:q}"
+              " --log-dir {logs:q} || true",
+              pool=experiment.shell_json(POOL["members"]), n=min(_todo, AT_ONCE), logs=f"{RESULTS}/logs/testbeds")
 
 
 onsuccess:
-    shell("{PY} -m orchestrate.testbeds down-all --pool {pool} || true", pool=experiment.shell_json(POOL["members"]))
+    shell("{PY:q} -m orchestrate.testbeds down-all --pool {pool} || true", pool=experiment.shell_json(POOL["members"]))
 
 
 onerror:
-    shell("{PY} -m orchestrate.testbeds down-all --pool {pool} || true", pool=experiment.shell_json(POOL["members"]))
+    shell("{PY:q} -m orchestrate.testbeds down-all --pool {pool} || true", pool=experiment.shell_json(POOL["members"]))
