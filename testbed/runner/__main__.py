@@ -10,12 +10,15 @@ from testbed.runner.run import Run
 def main() -> int:
     ap = argparse.ArgumentParser(prog="python3 -m testbed.runner", description=__doc__)
     ap.add_argument("--run-dir", required=True, type=Path)
+    ap.add_argument("--lock-wait", type=float, metavar="SECONDS",
+                    help="wait at most this long for the host lock while another run holds it (default: until "
+                         "10 min past the holder's expected end, at least 10 min)")
     a = ap.parse_args()
     if not a.run_dir.is_dir():
         sys.exit(f"runner: --run-dir {a.run_dir} is not a directory (the controller copies run.json there)")
     if os.geteuid() != 0:
         sys.exit("runner: must run as root on the testbed host (it builds a Mininet network)")
-    return Run(a.run_dir).run()
+    return Run(a.run_dir, lock_wait_s=a.lock_wait).run()
 
 
 if __name__ == "__main__":

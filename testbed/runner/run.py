@@ -17,7 +17,7 @@ from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime, timezone
 from pathlib import Path
 
-from testbed.runner import spec as specmod
+from testbed.runner import hostguard, spec as specmod
 
 REPO = Path(__file__).resolve().parents[2]
 FAVOR_TRACE = Path("/opt/favorlab/qdisc/tools/favor_trace.py")
@@ -35,15 +35,52 @@ PHANTOM_LOSS_MAX = 0.01     # share of favored packets whose phantom (favorqueue
 
 
 class Log:
-    def __init__(self, path: Path):
+    """Each line to the run's log file and to stdout, which is the SSH channel to the controller. When that
+    channel is gone (the controller was killed: a broken pipe, or stdout closed), writing to it stops for
+    good, the file goes on, and on_lost(why) is called once; a failure to write the file is not allowed to
+    stop the caller either (a tear-down logs as it goes and must reach its end)."""
+
+    def __init__(self, path: Path, stream=None, on_lost=None):
         path.parent.mkdir(parents=True, exist_ok=True)
         self.f = path.open("a")
+        self.stream = stream
+        self.stdout_ok = True
+        self.on_lost = on_lost
 
     def __call__(self, msg: str) -> None:
         line = f"{datetime.now(timezone.utc).isoformat(timespec='milliseconds')} {msg}"
-        self.f.write(line + "\n")
-        self.f.flush()
-        print(line, flush=True)
+        try:
+            self.f.write(line + "\n")
+            self.f.flush()
+        except (OSError, ValueError):
+            pass
+        if self.stdout_ok:
+            try:
+                stream = self.stream or sys.stdout
+                stream.write(line + "\n")
+                stream.flush()
+            except (OSError, ValueError) as e:       # BrokenPipeError, EIO, a closed file
+                self.lost(f"stdout failed ({type(e).__name__}: {e})")
+
+    def lost(self, why: str) -> None:
+        """The controller's channel is gone: say so in the file, point stdout and stderr at /dev/null (so
+        neither this process's later writes nor Python's flush at exit fail), and tell on_lost."""
+        if not self.stdout_ok:
+            return
+        self.stdout_ok = False
+        try:
+            self.f.write(f"{datetime.now(timezone.utc).isoformat(timespec='milliseconds')} controller channel "
+                         f"lost: {why}; logging to this file only\n")
+            self.f.flush()
+        except (OSError, ValueError):
+            pass
+        if self.stream is None:
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            for fd in (1, 2):
+                os.dup2(devnull, fd)
+            os.close(devnull)
+        if self.on_lost:
+            self.on_lost(why)
 
 
 def utc() -> str:
@@ -67,13 +104,24 @@ def out(argv, node=None, check=False, env=None) -> str:
     return p.stdout if p.returncode == 0 else (p.stdout + p.stderr)
 
 
+# The run's stop requests and its pidfile (hostguard): module-wide because popen, which every start of a
+# process goes through, records each process there and must not be cut off between the two.
+STOPPER = hostguard.Stopper()
+PIDFILE: hostguard.PidFile | None = None
+
+
 def popen(argv, node=None, cgroup: Path | None = None, **kw) -> subprocess.Popen:
     """Start argv in a host's namespace; with `cgroup`, inside that cgroup v2 directory from its first
-    instruction (a shell moves itself in, then execs), so every socket it makes is the cgroup's."""
+    instruction (a shell moves itself in, then execs), so every socket it makes is the cgroup's. The
+    process is in the pidfile before a stop request can unwind the caller."""
     prefix = [] if node is None else ["mnexec", "-a", str(node.pid)]
     if cgroup is not None:
         prefix = ["sh", "-c", 'echo $$ > "$0" && exec "$@"', str(cgroup / "cgroup.procs")] + prefix
-    return subprocess.Popen(prefix + list(argv), start_new_session=True, **kw)
+    with STOPPER.deferred():
+        p = subprocess.Popen(prefix + list(argv), start_new_session=True, **kw)
+        if PIDFILE is not None:
+            PIDFILE.add(p.pid, " ".join(map(str, argv))[:120])
+    return p
 
 
 class StaleModule(RuntimeError):
@@ -746,9 +794,12 @@ def workload_cmd(role: str, spec: dict) -> list[str]:
 # ---------------------------------------------------------------- the run
 
 class Run:
-    def __init__(self, run_dir: Path):
+    def __init__(self, run_dir: Path, lock_wait_s: float | None = None):
         self.dir = Path(run_dir).resolve()
-        self.log = Log(self.dir / "log" / "runner.log")
+        self.log = Log(self.dir / "log" / "runner.log",
+                       on_lost=lambda why: STOPPER.request(f"the controller is gone ({why})"))
+        self.lock_wait_s = lock_wait_s
+        self.lock: hostguard.HostLock | None = None
         self.procs: dict[str, subprocess.Popen] = {}
         self.checks: dict = {}
         self.reasons: list[str] = []
@@ -764,22 +815,57 @@ class Run:
         self.qdisc_at_trace_stop: dict | None = None
 
     def run(self) -> int:
+        """The whole run under the host lock. A stop request (SIGHUP, SIGTERM, SIGINT, or the controller's
+        SSH channel gone) before the measurement is complete ends the run without DONE after the whole
+        tear-down; one that comes later lets it finish (the tear-down ran already; only files are left)."""
+        global PIDFILE
         (self.dir / "DONE").unlink(missing_ok=True)
+        STOPPER.reason, STOPPER.tearing_down = None, False
+        halt = threading.Event()
+        if threading.current_thread() is threading.main_thread():
+            STOPPER.install()
+            hostguard.watch_hangup(1, lambda: self.log.lost("stdout hung up (its reader closed)"), halt)
         try:
             self.spec = specmod.load(self.dir)
-            self.log(f"run {self.spec['run_id']}: {self.spec['aqm']['forward']} load {self.spec.get('load')}")
+            self.log(f"run {self.spec['run_id']}: {self.spec['aqm']['forward']} load {self.spec.get('load')} "
+                     f"(runner pid {os.getpid()})")
+            self.lock = hostguard.HostLock()
+            self.lock.acquire(self.spec["run_id"], expected_run_s(self.spec), self.log, self.lock_wait_s)
+            pidfile = hostguard.PidFile()
+            hostguard.clean_stale(self.log, pidfile)
+            pidfile.start(self.spec["run_id"], root_links(self.spec))
+            PIDFILE = pidfile
             self.setup()
             self.measure()
             ok = True
+        except hostguard.Stopped as e:
+            self.log(f"STOPPED ({e}): tearing down; no DONE")
+            ok = False
         except Exception as e:  # noqa: BLE001 - every failure is logged, then torn down
             self.log(f"ERROR {type(e).__name__}: {e}")
             ok = False
         finally:
             self.teardown()
-        if not ok:
-            return 1
-        self.finish()
-        return 0
+            halt.set()
+        try:
+            if ok:
+                self.finish()
+        finally:
+            if PIDFILE is not None:
+                PIDFILE.clear()
+                PIDFILE = None
+            if self.lock:
+                self.lock.release()
+        if STOPPER.reason and not ok:
+            self.drop_bulk()
+        return 0 if ok else 1
+
+    def drop_bulk(self):
+        """A run stopped because its controller is gone is never copied back: its captures and favor trace
+        (nearly all its disk) go now, its logs stay for whoever looks on the host."""
+        import shutil
+        shutil.rmtree(self.dir / "pcap", ignore_errors=True)
+        (self.dir / "qdisc" / "favor-trace.csv").unlink(missing_ok=True)
 
     # -- set-up
     def setup(self):
@@ -799,7 +885,9 @@ class Run:
             topo = dict(s["topology"], kind="dumbbell")
             self.hostsj = dumbbell.hosts_json(topo)
             (self.dir / "hosts.json").write_text(json.dumps(self.hostsj, indent=2) + "\n")
-            self.net = dumbbell.build(topo, s["aqm"], log=self.log, p4_log=self.dir / "log" / "simple_switch.log")
+            with STOPPER.deferred():   # a topology half built is one no net.stop() would find
+                self.net = dumbbell.build(topo, s["aqm"], log=self.log, p4_log=self.dir / "log" / "simple_switch.log")
+                self.record_shells()
             if s.get("flood"):
                 for node, cmds in dumbbell.spoof_route_cmds(s["flood"]["spoof"], s["flood"]["attacker"]).items():
                     for c in cmds:
@@ -807,7 +895,9 @@ class Run:
         else:
             self.hostsj = topomod.hosts_json(s["topology"])
             (self.dir / "hosts.json").write_text(json.dumps(self.hostsj, indent=2) + "\n")
-            self.net = topomod.build(s["topology"], s["aqm"], log=self.log)
+            with STOPPER.deferred():
+                self.net = topomod.build(s["topology"], s["aqm"], log=self.log)
+                self.record_shells()
         if kind == "dumbbell" and dumbbell.is_p4(s["aqm"]):
             self.p4 = self.net.get(dumbbell.P4_SWITCH).p4
             self.manifest["p4"] = p4_manifest(self.p4, s["topology"]["bottleneck_mbps"])
@@ -819,6 +909,14 @@ class Run:
             self.rto = InitialRto(s["tcp"]["initial_rto_ms"], cgroup=str(self.cgroup.path)).attach()
             self.log(f"initial RTO {self.rto.ms} ms = {self.rto.jiffies} jiffies (HZ {self.rto.hz}) attached "
                      f"to {self.cgroup.path}, where the flow clients and servers run")
+
+    def record_shells(self):
+        """Mininet's node shells (each holds its node's network namespace) into the pidfile, so a run that
+        dies without its tear-down leaves the next one their PIDs."""
+        if PIDFILE is not None:
+            for node in [*self.net.hosts, *self.net.switches]:
+                if getattr(node, "pid", None):
+                    PIDFILE.add(node.pid, f"{MININET_SHELL}{node.name}")
 
     # -- the measured part
     def measure(self):
@@ -1196,20 +1294,61 @@ class Run:
 
     # -- tear-down and the last files
     def teardown(self):
-        for name in list(self.procs):
-            stop(self.procs.pop(name), signal.SIGINT if name.startswith(("pcap", "trace")) else signal.SIGTERM)
-        if self.rto:
-            self.rto.detach()
-            self.log("initial RTO program detached")
-        if self.cgroup:
-            self.cgroup.remove(self.log)
-        if self.net:
+        """Every step runs whatever the ones before it did: each failure is logged and the next step goes
+        on, so the network is always stopped. Stop requests arriving now are only recorded (STOPPER)."""
+        STOPPER.tearing_down = True
+        for what, step in (("stop processes", self.stop_procs), ("stop leftover processes", self.stop_leftovers),
+                           ("detach the initial RTO program", self.detach_rto),
+                           ("remove the run cgroup", self.remove_cgroup), ("stop the topology", self.stop_net),
+                           ("stop leftover node shells", lambda: self.stop_leftovers(shells=True)),
+                           ("remove leftover interfaces", self.remove_leftover_links)):
             try:
-                self.net.stop()
-            except Exception as e:  # noqa: BLE001
-                self.log(f"net.stop failed: {e}")
-            self.net = None
+                step()
+            except BaseException as e:  # noqa: BLE001 - the next step must run (a signal included)
+                self.log(f"teardown: {what} failed: {type(e).__name__}: {e}")
+
+    def stop_procs(self):
+        for name in list(self.procs):
+            try:
+                stop(self.procs.pop(name), signal.SIGINT if name.startswith(("pcap", "trace")) else signal.SIGTERM)
+            except Exception as e:  # noqa: BLE001 - one process that will not stop must not keep the others
+                self.log(f"teardown: stopping {name} failed: {type(e).__name__}: {e}")
+
+    def detach_rto(self):
+        if self.rto:
+            rto, self.rto = self.rto, None
+            rto.detach()
+            self.log("initial RTO program detached")
+
+    def remove_cgroup(self):
+        """Whatever is still in the run's cgroup is the run's own: killed (cgroup.kill), then the cgroup goes."""
+        if self.cgroup:
+            cg, self.cgroup = self.cgroup, None
+            hostguard.remove_cgroup(cg.path, self.log)
+
+    def stop_net(self):
+        if self.net:
+            net, self.net = self.net, None
+            net.stop()
             self.log("topology down")
+
+    def stop_leftovers(self, shells: bool = False):
+        """Whatever this run started and is still running (a process started but not yet in self.procs when
+        the run stopped, a child that left its group): by the pidfile. Mininet's node shells only with
+        `shells`, after the topology's own stop (which needs them)."""
+        if PIDFILE is not None:
+            procs = [p for p in PIDFILE.read()[1] if shells or not str(p.get("what", "")).startswith(MININET_SHELL)]
+            left = hostguard.stop_recorded(procs, self.log)
+            if left:
+                self.log(f"teardown: stopped leftover processes {', '.join(left)}")
+
+    def remove_leftover_links(self):
+        """Our interfaces still there after the topology's stop (a stop cut short): removed by name."""
+        if PIDFILE is not None:
+            gone = hostguard.remove_links(hostguard.select_stale_links(hostguard.ip_links(), root_links(self.spec)),
+                                          self.log)
+            if gone:
+                self.log(f"teardown: removed leftover interfaces {', '.join(gone)}")
 
     def finish(self):
         warnings = []
@@ -1230,6 +1369,31 @@ class Run:
         p = self.dir / rel
         p.parent.mkdir(parents=True, exist_ok=True)
         p.write_text(json.dumps(obj, indent=2) + "\n")
+
+
+MININET_SHELL = "mininet:"    # a node shell's entry in the pidfile (Mininet names its shells so too)
+
+
+def root_links(spec: dict) -> list[str]:
+    """The root-namespace interfaces the spec's topology makes (its bridges and their ports towards the
+    hosts and routers, the P4 switch's two ports), recorded in the pidfile for the next run's clean-up."""
+    topo = spec.get("topology", {})
+    if topo.get("kind") == "chain":
+        from topologies import chain
+        t = chain.validate(topo)
+        return [*chain.names(t)["bridges"], *(n for n in chain.interfaces(t) if re.fullmatch(r"s\d+-.+", n))]
+    from topologies import dumbbell
+    links = ["sL", "sR", *(f"sL-{h}" for h in (*dumbbell.LEFT, "rl")), *(f"sR-{h}" for h in (*dumbbell.RIGHT, "rr"))]
+    if dumbbell.is_p4(spec.get("aqm", {})):
+        links += [f"{dumbbell.P4_SWITCH}-eth1", f"{dumbbell.P4_SWITCH}-eth2"]
+    return links
+
+
+def expected_run_s(spec: dict) -> float:
+    """How long the run should hold the host: its traffic, drain and cross-traffic warm-up, plus 10 minutes
+    for the topology, the probes and the checks (a waiting run reads it from the lock)."""
+    return (float(spec.get("duration_s") or 0) + float(spec.get("drain_s") or 0)
+            + float((spec.get("workload") or {}).get("warmup_cross_s") or 0) + 600)
 
 
 def _first_line(txt: str) -> str:
