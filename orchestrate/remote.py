@@ -20,12 +20,15 @@ the user's ~/.ssh/known_hosts.
 from __future__ import annotations
 
 import argparse
+import ctypes
 import json
 import os
 import re
 import shlex
 import shutil
+import signal
 import subprocess
+import uuid
 import sys
 from pathlib import Path
 
@@ -94,6 +97,27 @@ def vm_target(name: str) -> dict:
             "known_hosts": pick("known_hosts", "known_hosts_file")}   # favorvm's, from the image's host key
 
 
+PR_SET_PDEATHSIG = 1   # linux/prctl.h
+
+
+def die_with_parent(sig: int = signal.SIGTERM):
+    """A preexec_fn: the child gets `sig` when the process that started it ends, however it ends (SIGKILL
+    included). An ssh left behind by a killed controller keeps the runner's session open; with this the
+    session closes and the runner on the host sees its controller gone. The standard library has no
+    prctl(2), hence ctypes; where prctl is missing (not Linux) the child is left as before."""
+    parent = os.getpid()
+
+    def preexec():
+        try:
+            libc = ctypes.CDLL(None, use_errno=True)
+            libc.prctl(PR_SET_PDEATHSIG, int(sig), 0, 0, 0)
+        except (OSError, AttributeError):
+            return
+        if os.getppid() != parent:      # the parent died before prctl: the signal would never come
+            os.kill(os.getpid(), sig)
+    return preexec
+
+
 class Ssh:
     """ssh/rsync to a testbed host. A login other than root (CloudLab, FABRIC: a user with passwordless
     sudo) runs every command and the remote rsync through sudo, as the runner needs root. ssh_args are
@@ -144,7 +168,8 @@ class Ssh:
         self._ready()
         try:
             return subprocess.run(["ssh", *self.opts, self.dest, "true"], capture_output=True,
-                                  stdin=subprocess.DEVNULL, timeout=timeout).returncode == 0
+                                  stdin=subprocess.DEVNULL, timeout=timeout,
+                                  preexec_fn=die_with_parent()).returncode == 0
         except subprocess.TimeoutExpired:
             return False
 
@@ -153,23 +178,35 @@ class Ssh:
         self._ready()
         # its own stdin: ssh leaves a shared one non-blocking when it dies mid-session (see favorvm's probe)
         return subprocess.run(["ssh", *self.opts, self.dest, self.command(cmd)], capture_output=True,
-                              text=True, stdin=subprocess.DEVNULL, timeout=timeout)
+                              text=True, stdin=subprocess.DEVNULL, timeout=timeout, preexec_fn=die_with_parent())
 
     def run(self, cmd: str, stream=False) -> int:
         self._ready()
         argv = ["ssh", *self.opts, self.dest, self.command(cmd)]
         if stream:
-            p = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+            p = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                                 preexec_fn=die_with_parent())
             for line in p.stdout:
                 print(f"  | {line}", end="", flush=True)
             return p.wait()
-        return subprocess.run(argv).returncode
+        return subprocess.run(argv, preexec_fn=die_with_parent()).returncode
+
+    def rsync_argv(self, src: str, dst: str) -> list[str]:
+        """rsync's command. A run directory comes from a host that the controller does not have to trust
+        (a testbed shared with others, or broken into), and the controller often copies it as root, so
+        only what the analysis reads comes back: directories, regular files and their mtimes (-rlt), never
+        device or special files, owners, groups, ACLs or extended attributes (no -a, -D, -o, -g, -A, -X);
+        every file mode is plain (--chmod: no setuid, setgid or sticky bit, nothing executable); symlinks
+        only when they point inside the copied tree (--safe-links skips the others). The mtimes are kept
+        for whoever reads the run's files; Snakemake judges a directory output by the
+        .snakemake_timestamp it writes itself, not by them."""
+        sudo = ["--rsync-path=sudo -n rsync"] if self.sudo else []
+        return ["rsync", "-rlt", "--safe-links", "--no-devices", "--no-specials", "--no-perms",
+                "--chmod=D755,F644", "--partial", *sudo, "-e", self.ssh_cmd(), src, dst]
 
     def rsync(self, src: str, dst: str) -> None:
         self._ready()
-        sudo = ["--rsync-path=sudo -n rsync"] if self.sudo else []
-        p = subprocess.run(["rsync", "-a", "--partial", *sudo, "-e", self.ssh_cmd(), src, dst],
-                           capture_output=True, text=True)
+        p = subprocess.run(self.rsync_argv(src, dst), capture_output=True, text=True, preexec_fn=die_with_parent())
         if p.returncode:
             raise RemoteError(f"rsync {src} -> {dst} failed: {p.stderr.strip()}")
 
@@ -202,8 +239,14 @@ def check_space(ssh: Ssh, where: str, need_mib: int) -> None:
     if avail < need_mib:
         raise RemoteError(f"{ssh.dest} has {avail} MiB free under {where}; this run needs about {need_mib} MiB there "
                           f"(its captures and logs until they are copied back). Fix: free space on that disk (a "
-                          f"failed run's directory stays in {REMOTE_ROOT} until its next attempt), or give the host "
+                          f"run whose controller was killed leaves its logs in {REMOTE_ROOT}), or give the host "
                           f"more (the local guest: image_size in testbed/vm/guest.conf)")
+
+
+def remote_dir(run_id: str) -> str:
+    """The attempt's directory on the host: the run id and a token of this attempt's own, so that two
+    controllers making the same run on one host never share (or delete) one directory."""
+    return f"{REMOTE_ROOT}/{run_id}.{uuid.uuid4().hex[:12]}"
 
 
 def execute(ssh: Ssh, run_dir: Path, spec: Path | None, schedule: Path | None) -> Path:
@@ -222,18 +265,19 @@ def execute(ssh: Ssh, run_dir: Path, spec: Path | None, schedule: Path | None) -
 def _execute(ssh: Ssh, run_dir: Path, part: Path) -> Path:
     spec = json.loads((part / "run.json").read_text())
     run_id = spec.get("run_id") or run_dir.name
-    remote = f"{REMOTE_ROOT}/{run_id}"
+    remote = remote_dir(run_id)
     print(f"remote: {run_id} -> {ssh.dest}:{remote}", flush=True)
     if ssh.run(f"rm -rf {shlex.quote(remote)} && mkdir -p {shlex.quote(remote)}"):
         raise RemoteError(f"cannot create {remote} on {ssh.dest} (is the host reachable and provisioned?)")
     check_space(ssh, remote, disk_need_mib(spec))
     ssh.rsync(f"{part}/run.json", ssh.at(f"{remote}/"))
     ssh.rsync(f"{part}/schedule.csv", ssh.at(f"{remote}/"))
+    # the runner takes the host's lock (waiting, and saying so, while another controller's run holds it)
     rc = ssh.run(f"cd {REMOTE_REPO} && python3 -m testbed.runner --run-dir {shlex.quote(remote)}", stream=True)
     ssh.rsync(ssh.at(f"{remote}/"), f"{part}/")
+    ssh.run(f"rm -rf {shlex.quote(remote)}")
     if rc:
         raise RemoteError(f"the runner on {ssh.dest} exited with {rc}; its log is {part}/log/runner.log")
-    ssh.run(f"rm -rf {shlex.quote(remote)}")
     # the rename is the last step: once the run directory is visible the job ends at once, so an
     # interruption right after it (slow SSH in a TCG guest took seconds) rarely finds Snakemake's job unfinished
     finalize(run_dir)

@@ -233,7 +233,10 @@ def attempts_under(lease: pool.Lease, a, spec: dict, staging: Path, excluded_dir
             spec_file = staging / f"{dest.name}.run.json"
             spec_file.write_text(json.dumps(spec, indent=2) + "\n")
             log(f"run: {spec['run_id']} attempt {dest.name} on {lease.id} ({t['host']}:{t['port']})")
-            rc = subprocess.run(remote_command(t, spec_file, a.schedule.resolve(), dest), cwd=REPO).returncode
+            # the attempt ends with this job however the job ends (killed included): orchestrate.remote and
+            # the ssh under it go, and the runner on the host sees its controller gone and stops
+            rc = subprocess.run(remote_command(t, spec_file, a.schedule.resolve(), dest), cwd=REPO,
+                                preexec_fn=remote.die_with_parent()).returncode
             spec_file.unlink(missing_ok=True)
             return rc
         rc = make_attempts(run_once, spec, staging, a.attempts, log=log,
