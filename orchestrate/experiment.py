@@ -8,7 +8,9 @@ from __future__ import annotations
 import copy
 import functools
 import hashlib
+import ipaddress
 import json
+import math
 import os
 import shlex
 import sys
@@ -128,13 +130,42 @@ def _parse_aqms(path: str, mtime_ns: int) -> dict:
         return yaml.safe_load(f)
 
 
+def key_path(parts) -> str:
+    """A key's path in the config as a user writes it: sections[1].topology.buffer_pkts, loads[2]."""
+    out = ""
+    for p in parts:
+        out += f"[{p}]" if isinstance(p, int) else (f".{p}" if out else str(p))
+    return out
+
+
+def _nonfinite(value, parts=()):
+    """Paths of the numbers that are not finite (YAML's .inf, .nan): a schema's bounds let NaN through
+    (every comparison with it is false) and an infinite duration never ends."""
+    if isinstance(value, float) and not math.isfinite(value):
+        yield key_path(parts), value
+    elif isinstance(value, dict):
+        for k, v in value.items():
+            yield from _nonfinite(v, (*parts, k))
+    elif isinstance(value, list):
+        for i, v in enumerate(value):
+            yield from _nonfinite(v, (*parts, i))
+
+
+# JSON Schema counts 8.0 as an integer; the runner and tc do not (limit 8.0, snaplen 128.0), so a key the
+# schema calls integer takes whole numbers written as such
+_Validator = jsonschema.validators.extend(
+    jsonschema.Draft202012Validator,
+    type_checker=jsonschema.Draft202012Validator.TYPE_CHECKER.redefine(
+        "integer", lambda _checker, v: isinstance(v, int) and not isinstance(v, bool)))
+
+
 def _schema_error_message(source: str, err: jsonschema.ValidationError) -> str:
     if err.validator in ("oneOf", "anyOf") and err.context:
         # sizes is one distribution or a list of them: say what is wrong with the form the value has
         # (the branch that only says "not a list" / "not a mapping" is the form it does not have)
         same = [e for e in err.context if not (e.validator == "type" and not e.relative_path)]
         err = jsonschema.exceptions.best_match(same) if same else err
-    where = "/".join(str(p) for p in err.absolute_path) or "(top level)"
+    where = key_path(err.absolute_path) or "(top level)"
     if err.validator == "additionalProperties":
         allowed = sorted(err.schema.get("properties", {}))
         extra = sorted(set(err.instance) - set(allowed)) if isinstance(err.instance, dict) else []
@@ -159,10 +190,13 @@ def validate(config: dict, source: str = "config", warn=None) -> dict:
     config = {k: v for k, v in config.items() if k not in DERIVED_KEYS}
     if isinstance(config.get("testbed"), dict):
         config["testbed"] = {k: v for k, v in config["testbed"].items() if k != "p4"}
+    bad = list(_nonfinite(config))
+    if bad:
+        raise ConfigError("\n".join(f"{source}: {path}: {v!r} is not a finite number. Fix: give a finite number "
+                                    f"(YAML's .inf and .nan are not allowed)." for path, v in bad))
     with open(SCHEMA_PATH) as f:
         schema = yaml.safe_load(f)
-    errors = sorted(jsonschema.Draft202012Validator(schema).iter_errors(config),
-                    key=lambda e: list(map(str, e.absolute_path)))
+    errors = sorted(_Validator(schema).iter_errors(config), key=lambda e: list(map(str, e.absolute_path)))
     if errors:
         raise ConfigError("\n".join(_schema_error_message(source, e) for e in errors))
 
@@ -174,18 +208,19 @@ def validate(config: dict, source: str = "config", warn=None) -> dict:
     names = [s["name"] for s in sections]
     for n in sorted({n for n in names if names.count(n) > 1}):
         problems.append(f"{source}: two sections are named {n!r}. Fix: give each section its own name.")
-    matrix = [_resolve_section(cfg, sec, f"{source}: sections/{i} ({sec['name']})" if cfg.get("sections")
-                               else source, problems) for i, sec in enumerate(sections)]
+    matrix = [_resolve_section(cfg, sec, f"{source}: sections[{i}] ({sec['name']})" if cfg.get("sections")
+                               else source, problems, source, f"sections[{i}]." if cfg.get("sections") else "")
+              for i, sec in enumerate(sections)]
 
     known = load_aqms()
     p4_names = set()
     for sec in matrix:
         for i, name in enumerate(sec["aqms"]):
             if name not in known:
-                problems.append(f"{sec['where']}: aqms/{i}: {name!r} is not a known AQM. Fix: use one of "
+                problems.append(f"{sec['where']}: aqms[{i}]: {name!r} is not a known AQM. Fix: use one of "
                                 f"{', '.join(sorted(known))}, or add an entry to config/aqms.yaml.")
             elif SCENARIOS[sec["scenario"]]["topology"] == "chain" and known[name]["forward"]["kind"] == "p4":
-                problems.append(f"{sec['where']}: aqms/{i}: {name!r} is a P4 switch; the chain has no P4 switch "
+                problems.append(f"{sec['where']}: aqms[{i}]: {name!r} is a P4 switch; the chain has no P4 switch "
                                 f"between its routers. Fix: use a qdisc AQM (favor, droptail, ...) for the chain.")
             elif known[name]["forward"]["kind"] == "p4":
                 p4_names.add(name)
@@ -253,9 +288,11 @@ SIZE_NEEDS = {"pareto": ["shape", "mean_pkts"], "lomax": ["shape", "mean_pkts"],
               "bounded_pareto": ["shape", "mean_pkts", "max_pkts"], "exponential": ["mean_pkts"]}
 
 
-def _resolve_section(cfg: dict, sec: dict, where: str, problems: list) -> dict:
+def _resolve_section(cfg: dict, sec: dict, where: str, problems: list, source: str = "config",
+                     prefix: str = "") -> dict:
     """A section with every key given (its own, else the config's) and its axes as lists: bottlenecks
-    (complete topology overrides), sizes, cc. Problems are appended, not raised, so all are told at once."""
+    (complete topology overrides), sizes, cc. Problems are appended, not raised, so all are told at once.
+    prefix: the section's path in the config ("sections[2].", or "" for a config without sections)."""
     r = {k: json.loads(json.dumps(sec.get(k, cfg.get(k)))) for k in SECTION_KEYS
          if k not in ("topology", "bottlenecks", "sizes", "cc", "capture", "fidelity", "persistent", "reference",
                       "synflood")}
@@ -295,9 +332,16 @@ def _resolve_section(cfg: dict, sec: dict, where: str, problems: list) -> dict:
         b = dict(e)
         b.setdefault("reverse_buffer_pkts", b["buffer_pkts"])
         b.setdefault("access_mbps", topo.get("access_mbps"))
+        at = (f"{prefix}bottlenecks[{i}]" if "bottlenecks" in sec else f"bottlenecks[{i}]" if "bottlenecks" in cfg
+              else f"{prefix}topology" if "bottleneck_mbps" in sec.get("topology", {}) else "topology")
         if b["access_mbps"] is None:
             problems.append(f"{where}: bottleneck {i}: no access_mbps. Fix: add topology.access_mbps, or "
                             f"access_mbps to that bottleneck.")
+        elif b["access_mbps"] < b["bottleneck_mbps"]:
+            problems.append(f"{source}: {at}: access_mbps ({b['access_mbps']:g}) is below bottleneck_mbps "
+                            f"({b['bottleneck_mbps']:g}): the access links, not the AQM's queue, would be the "
+                            f"bottleneck, and the runner's rate probe would find every run below its rate. Fix: "
+                            f"raise access_mbps to at least bottleneck_mbps (the paper: 100 for 10).")
         r["bottlenecks"].append(b)
     r["topology"] = {k: v for k, v in topo.items() if k not in BOTTLENECK_KEYS}
     sizes = sec.get("sizes", cfg["sizes"])
@@ -330,9 +374,12 @@ def _resolve_section(cfg: dict, sec: dict, where: str, problems: list) -> dict:
                         f"Fix: remove it, or set scenario: persistent.")
     r["synflood"] = dict(SYNFLOOD_DEFAULTS, **cfg.get("synflood", {}), **sec.get("synflood", {}))
     _synflood_problems(r, where, problems)
+    spoof_at = f"{prefix}synflood.spoof" if "spoof" in sec.get("synflood", {}) and prefix else "synflood.spoof"
+    problems += [f"{source}: {spoof_at}: {why}" for why in spoof_problems(r["synflood"]["spoof"])]
     if r["warmup_s"] >= r["duration_s"]:
         problems.append(f"{where}: warmup_s ({r['warmup_s']}) must be below duration_s "
                         f"({r['duration_s']}). Fix: lower warmup_s or raise duration_s.")
+    _schedule_problems(r, sec, cfg, source, prefix, problems)
     return r
 
 
@@ -353,6 +400,96 @@ def _synflood_problems(r: dict, where: str, problems: list) -> None:
     if f["target"] not in right:
         problems.append(f"{where}: synflood.target {f['target']!r} is not a right host. Fix: use one of "
                         f"{', '.join(right)}.")
+
+
+def spoof_problems(spoof: str) -> list[str]:
+    """What is wrong with a flood's spoofed source prefix (each with its fix): it must be an IPv4 network
+    (tcpdump's `not net` filter refuses host bits; favorflow synflood draws IPv4 sources) that no host of the
+    topology uses and that a router forwards (no loopback, multicast, reserved or 0.0.0.0/8 sources)."""
+    from topologies import dumbbell
+    fix = f"Fix: an IPv4 prefix outside the topology's addresses, e.g. {SYNFLOOD_DEFAULTS['spoof']}."
+    try:
+        net = ipaddress.ip_network(spoof, strict=True)
+    except ValueError as e:
+        return [f"{spoof!r} is not an IPv4 network prefix ({e}). {fix}"]
+    if net.version != 4:
+        return [f"{spoof!r} is IPv6; the flood and the topology are IPv4. {fix}"]
+    out = [f"{spoof} overlaps the topology's {name} subnet {sub}: the flood's sources would be its hosts. {fix}"
+           for name, sub in dumbbell.addresses()["subnets"].items() if net.overlaps(ipaddress.ip_network(sub))]
+    unroutable = [n for n in ("0.0.0.0/8", "127.0.0.0/8", "224.0.0.0/4", "240.0.0.0/4")
+                  if net.overlaps(ipaddress.ip_network(n))]
+    if unroutable:
+        out.append(f"{spoof} overlaps {', '.join(unroutable)}, sources a router drops as martians. {fix}")
+    return out
+
+
+# At most this many flows in one schedule: the generator holds every flow in memory and each host's flow
+# client replays its share from one process in the guest; the paper's largest schedules (500 s at 100 Mb/s,
+# load 0.95) hold about 130 000.
+MAX_FLOWS = 1_000_000
+
+
+def _schedule_problems(r: dict, sec: dict, cfg: dict, source: str, prefix: str, problems: list) -> None:
+    """The section's loads, reverse load, sizes and duration as workloads.schedule checks them (its own
+    functions, so a config that validates makes its schedules), each told at its key's path."""
+    from workloads import reference, schedule
+    before = len(problems)
+
+    def path(key):
+        return f"{prefix}{key}" if prefix and key in sec else key
+    closed = SCENARIOS[r["scenario"]]["topology"] in schedule.CLOSED_LOOP
+    given = sec.get("sizes", cfg["sizes"])
+    parsed = []
+    for i, s in enumerate(r["sizes"]):
+        at = f"{path('sizes')}[{i}]" if isinstance(given, list) else path("sizes")
+        if any(k not in s for k in SIZE_NEEDS[s["distribution"]]) or \
+                (closed and s["distribution"] not in REFERENCE_SIZES):
+            continue       # told above
+        try:
+            sizes = schedule.parse_sizes(sizes_arg(s))
+            if closed:
+                reference.parse_sizes(sizes_arg(s))
+            mean = sizes.mean_pkts_effective        # what the generator divides the load by
+            if not (math.isfinite(mean) and mean >= 1):
+                raise ValueError(f"its mean flow length E[L] comes out as {mean!r} packets")
+        except (ValueError, ArithmeticError) as e:
+            problems.append(f"{source}: {at}: the schedule generator cannot use "
+                            f"{json.dumps(s)}: {e or type(e).__name__}. Fix: change those parameters (shape "
+                            f"above 1 and moderate, mean_pkts above 0, max_pkts above mean_pkts).")
+            continue
+        parsed.append(sizes)
+    if closed:
+        return
+    for i, load in enumerate(r["loads"]):
+        try:
+            schedule.check_load(load)
+        except ValueError as e:
+            problems.append(f"{source}: {path('loads')}[{i}]: {e}. Fix: a load above 0 and below 1, e.g. 0.95 "
+                            f"(at 1 or more the offered flows outgrow the link and the queue never drains).")
+    try:
+        schedule.check_reverse_load(r["reverse_load"])
+    except ValueError as e:
+        problems.append(f"{source}: {path('reverse_load')}: {e}. Fix: a reverse load of 0 or more, below 1 "
+                        f"(the paper: 0.1).")
+    for b in r["bottlenecks"]:
+        try:
+            schedule.check_duration(b["bottleneck_mbps"], r["duration_s"])
+        except ValueError as e:
+            problems.append(f"{source}: {path('duration_s')}: {e}. Fix: a positive, finite duration_s.")
+    if len(problems) > before:
+        return
+    for b in r["bottlenecks"]:
+        for sizes in parsed:
+            load = max(r["loads"])
+            n = sum(schedule.expected_flows(x, b["bottleneck_mbps"], r["duration_s"], sizes)
+                    for x in (load, r["reverse_load"]))
+            if n > MAX_FLOWS:
+                problems.append(
+                    f"{source}: {path('duration_s')}: {r['duration_s']:g} s at {b['bottleneck_mbps']:g} Mb/s, load "
+                    f"{load:g} and {sizes.spec()} makes about {n:,.0f} flows in one schedule, above the "
+                    f"{MAX_FLOWS:,} the generator and the flow clients are sized for. Fix: shorten duration_s "
+                    f"and add replications instead.")
+                return
 
 
 def chain_topology(topo: dict) -> dict:
@@ -409,8 +546,17 @@ def _p4_problems(sec: dict, name: str, entry: dict) -> list[str]:
 def _collisions(cfg: dict, source: str) -> list[str]:
     """Two sections may name the same run (it is made once) only with the same settings, and runs that
     share a schedule must agree on what makes it."""
-    out, specs, scheds = [], {}, {}
+    out, specs, scheds, named = [], {}, {}, {}
     for run in _all_runs(cfg):
+        first = named.setdefault(run.run_id, run)
+        if first != run:
+            # Run equality ignores the section: these are two runs of the matrix under one name
+            diff = [f"{f} {getattr(first, f)!r} and {getattr(run, f)!r}" for f in ("load", "bottleneck_mbps", "sizes", "flood_x")
+                    if getattr(first, f) != getattr(run, f)]
+            out.append(f"{source}: two runs are both named {run.run_id} ({'; '.join(diff)}): a run id writes the "
+                       f"load with two decimals and rates, sizes and flood rates with six significant digits. "
+                       f"Fix: make those values differ in what the run id shows (e.g. loads 0.50 and 0.51).")
+            continue
         spec = run_spec(cfg, run)
         sched = schedule_params(cfg, run)
         for table, key, value in ((specs, run.run_id, spec), (scheds, run.schedule_id, sched)):
@@ -424,6 +570,26 @@ def _collisions(cfg: dict, source: str) -> list[str]:
                 out.append(f"{source}: sections {where!r} and {run.section!r} both make the {what} {key} "
                            f"with different {', '.join(diff)}. Fix: give them the same {', '.join(diff)}, or "
                            f"make them differ in an axis (bottleneck, buffer, sizes, cc, IW, load).")
+    if out:
+        return sorted(set(out))
+    # What the testbed and the schedule generator would refuse, from their own checks: the checks above are
+    # meant to catch it first, at its key; this is the guarantee that a config which validates can run.
+    from testbed.runner import spec as runner_spec
+    from workloads import schedule
+    for run_id, (spec, _) in specs.items():
+        try:
+            runner_spec.validate(spec)
+        except runner_spec.SpecError as e:
+            out.append(f"{source}: run {run_id}: the testbed's runner would refuse it: {e}. Fix: change the "
+                       f"config value behind that field.")
+    for sched_id, (p, _) in scheds.items():
+        try:
+            schedule.check_args(p["load"], p["capacity_mbps"], p["duration"], p["seed"], p["reverse_load"],
+                                schedule.DEFAULT_MSS, p["topology"])
+            schedule.parse_sizes(p["sizes"])
+        except ValueError as e:
+            out.append(f"{source}: schedule {sched_id}: workloads.schedule would refuse it: {e}. Fix: change the "
+                       f"config value behind that argument.")
     return sorted(set(out))
 
 

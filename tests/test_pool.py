@@ -116,8 +116,8 @@ def test_ssh_member_ids_follow_the_inventory(tmp_path):
     (dict(kind="ssh", inventory="/nonexistent/hosts.yml", host="node0"), ["does not exist"]),
     (dict(kind="ssh", inventory="INV", group="racks"), ["'racks' is not a group", "ssh_hosts", "spare"]),
     (dict(kind="ssh", inventory="INV", hosts=["node0", "node9"]), ["node9 not in", "lone", "node2"]),
-    (dict(kind="local-vm", count=0), ["testbed/count", "Fix:"]),
-    (dict(kind="local-vm", retries=-1), ["testbed/retries"]),
+    (dict(kind="local-vm", count=0), ["testbed.count", "Fix:"]),
+    (dict(kind="local-vm", retries=-1), ["testbed.retries"]),
     (dict(kind="local-vm", cout=2), ["unknown key 'cout'", "count"]),
 ])
 def test_bad_pool_names_the_fix(inventory, testbed, words):
@@ -155,7 +155,7 @@ def test_pool_size_cli(tmp_path):
     p.write_text(yaml.safe_dump(cfg))
     r = subprocess.run([sys.executable, "-m", "orchestrate.experiment", "pool-size", str(p)], cwd=REPO,
                        capture_output=True, text=True, timeout=60)
-    assert r.returncode == 2 and "testbed/count" in r.stderr and r.stdout == ""
+    assert r.returncode == 2 and "testbed.count" in r.stderr and r.stdout == ""
 
 
 # ---------------------------------------------------------------- leases

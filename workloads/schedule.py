@@ -29,6 +29,7 @@ from scipy import optimize, special
 from workloads.schedfile import Flow, ScheduleError, read_schedule, write_schedule  # noqa: F401 (re-export)
 
 PACKET_BYTES = 1500
+DEFAULT_MSS = 1460     # payload bytes per packet: 1500 less the IPv4 and TCP headers
 STREAMS = ("forward-arrivals", "forward-sizes", "forward-pairs", "reverse-arrivals", "reverse-sizes",
            "reverse-pairs")
 TOPOLOGIES = {
@@ -213,12 +214,12 @@ def _direction(gens, load, capacity_mbps, duration, sizes, pairs, mss, direction
 
 
 def generate(load: float, capacity_mbps: float, duration: float, seed: int, sizes: Sizes | str,
-             reverse_load: float = 0.1, mss: int = 1460, topology: str = "dumbbell",
+             reverse_load: float = 0.1, mss: int = DEFAULT_MSS, topology: str = "dumbbell",
              packet_bytes: int = PACKET_BYTES) -> tuple[dict, list[Flow]]:
     """(meta, flows) of a schedule. Forward flows get ids 0..n-1 in start order, reverse flows n.., so
     the forward rows do not depend on the reverse load. Rows are sorted by (start_s, flow_id)."""
     sizes = parse_sizes(sizes) if isinstance(sizes, str) else sizes
-    _check_args(load, capacity_mbps, duration, seed, reverse_load, mss, topology, packet_bytes)
+    check_args(load, capacity_mbps, duration, seed, reverse_load, mss, topology, packet_bytes)
     if topology in CLOSED_LOOP:
         return {"generator": "workloads.schedule", "format": 1, "seed": seed, "load": 0, "reverse_load": 0,
                 "capacity_mbps": capacity_mbps, "duration_s": duration, "sizes": sizes.spec(), "mss": mss,
@@ -241,16 +242,41 @@ def generate(load: float, capacity_mbps: float, duration: float, seed: int, size
     return meta, flows
 
 
-def _check_args(load, capacity_mbps, duration, seed, reverse_load, mss, topology, packet_bytes):
+# The generator's constraints, importable so that config validation (orchestrate/experiment.py) applies
+# these very checks before any testbed starts: each raises ValueError saying what is wrong.
+def check_load(load: float) -> None:
+    """The forward load of an open-loop schedule: rho in (0, 1)."""
+    if not 0 < load < 1:
+        raise ValueError(f"--load {load}: must be in (0, 1) (rho = lambda * E[size] / C)")
+
+
+def check_reverse_load(reverse_load: float) -> None:
+    if not 0 <= reverse_load < 1:
+        raise ValueError(f"--reverse-load {reverse_load}: must be in [0, 1)")
+
+
+def check_duration(capacity_mbps: float, duration: float) -> None:
+    """Arrivals are drawn block by block until `duration`: it must be finite, or the loop never ends."""
+    if not capacity_mbps > 0 or not duration > 0:
+        raise ValueError("--capacity-mbps and --duration must be > 0")
+    if not math.isfinite(capacity_mbps) or not math.isfinite(duration):
+        raise ValueError("--capacity-mbps and --duration must be finite")
+
+
+def expected_flows(load: float, capacity_mbps: float, duration: float, sizes: Sizes,
+                   packet_bytes: int = PACKET_BYTES) -> float:
+    """The mean number of flows a direction of `load` has over `duration` (what generate holds in memory)."""
+    return flow_rate(load, capacity_mbps, sizes.mean_pkts_effective, packet_bytes) * duration
+
+
+def check_args(load, capacity_mbps, duration, seed, reverse_load, mss, topology, packet_bytes=PACKET_BYTES):
     if topology in CLOSED_LOOP:
         if load != 0 or reverse_load != 0:
             raise ValueError(f"--topology {topology}: its workload is closed loop; give --load 0 --reverse-load 0")
-    elif not 0 < load < 1:
-        raise ValueError(f"--load {load}: must be in (0, 1) (rho = lambda * E[size] / C)")
-    if not 0 <= reverse_load < 1:
-        raise ValueError(f"--reverse-load {reverse_load}: must be in [0, 1)")
-    if not capacity_mbps > 0 or not duration > 0:
-        raise ValueError("--capacity-mbps and --duration must be > 0")
+    else:
+        check_load(load)
+    check_reverse_load(reverse_load)
+    check_duration(capacity_mbps, duration)
     if not isinstance(seed, int) or seed < 0:
         raise ValueError(f"--seed {seed!r}: must be an integer >= 0")
     if not 16 <= mss <= 65495 or packet_bytes < mss:
@@ -268,7 +294,7 @@ def main(argv=None) -> int:
     ap.add_argument("--sizes", default="pareto:shape=1.3,mean_pkts=30",
                     help=f"distribution[:k=v,...], one of {sorted(DISTRIBUTIONS)} (default %(default)s)")
     ap.add_argument("--reverse-load", type=float, default=0.1, help="load of b->a flows (default %(default)s)")
-    ap.add_argument("--mss", type=int, default=1460, help="payload bytes per packet (default %(default)s)")
+    ap.add_argument("--mss", type=int, default=DEFAULT_MSS, help="payload bytes per packet (default %(default)s)")
     ap.add_argument("--packet-bytes", type=int, default=PACKET_BYTES, help="wire bytes per packet (load)")
     ap.add_argument("--topology", default="dumbbell",
                     help=f"one of {sorted((*TOPOLOGIES, *CLOSED_LOOP))} ({', '.join(CLOSED_LOOP)}: the header only)")
