@@ -174,6 +174,9 @@ def _schema_error_message(source: str, err: jsonschema.ValidationError) -> str:
     if err.validator == "required":
         return f"{source}: {err.message} at {where}. Fix: add that key (see config/quick.yaml for an example)."
     hint = err.schema.get("description", "")
+    if err.validator == "type" and err.validator_value == "integer" and isinstance(err.instance, float):
+        return (f"{source}: {where}: {err.instance!r} is not a whole number as written. Fix: write it without "
+                f"the decimal point ({int(err.instance) if err.instance.is_integer() else round(err.instance)}).")
     return (f"{source}: {where}: {err.message}."
             + (f" ({hint})" if hint else "")
             + " Fix: change that value (config/schema/config.schema.yaml states what is allowed).")
@@ -453,8 +456,10 @@ def _schedule_problems(r: dict, sec: dict, cfg: dict, source: str, prefix: str, 
             if not (math.isfinite(mean) and mean >= 1):
                 raise ValueError(f"its mean flow length E[L] comes out as {mean!r} packets")
         except (ValueError, ArithmeticError) as e:
+            why = e if isinstance(e, ValueError) else \
+                f"its mean flow length E[L] cannot be computed ({type(e).__name__}: {e})"
             problems.append(f"{source}: {at}: the schedule generator cannot use "
-                            f"{json.dumps(s)}: {e or type(e).__name__}. Fix: change those parameters (shape "
+                            f"{json.dumps(s)}: {why}. Fix: change those parameters (shape "
                             f"above 1 and moderate, mean_pkts above 0, max_pkts above mean_pkts).")
             continue
         parsed.append(sizes)
