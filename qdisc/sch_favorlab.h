@@ -102,7 +102,10 @@ static inline bool favorlab_purged(struct Qdisc *sch, struct sk_buff *skb)
  * segment through @enqueue_one, the qdisc's own per-packet enqueue, so that a queue counting packets,
  * favoring a flow's first queued packet or pushing one out sees wire-sized packets, not one 64 KB
  * packet favored or dropped whole. The parents were told of one packet of qdisc_pkt_len(@skb); they
- * are told of the segments queued instead. A packet that cannot be segmented is dropped.
+ * are told of the segments queued instead, as soon as one is, as sch_tbf's tbf_segment does: with a
+ * single segment queued the packet count is right but the bytes are not (the segment is shorter than
+ * the super-packet, or the parent's size table counted more), and the parents would keep the
+ * difference as backlog that never leaves. A packet that cannot be segmented is dropped.
  */
 static inline int favorlab_enqueue_segments(struct sk_buff *skb, struct Qdisc *sch,
 					    struct sk_buff **to_free,
@@ -128,7 +131,7 @@ static inline int favorlab_enqueue_segments(struct sk_buff *skb, struct Qdisc *s
 			len += seg_len;
 		}
 	}
-	if (nb > 1)
+	if (nb > 0)
 		qdisc_tree_reduce_backlog(sch, 1 - nb, prev_len - len);
 	consume_skb(skb);
 	return nb > 0 ? NET_XMIT_SUCCESS : NET_XMIT_DROP;

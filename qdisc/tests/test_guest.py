@@ -489,6 +489,65 @@ def test_favor_per_queue_under_mq(guest):
     assert_dmesg_clean(guest)
 
 
+GSO_SIZE = 1000      # UDP payload per segment: a 2000-byte datagram is a super-packet of two segments
+
+
+def _with_leaf(tc, leaf):
+    """A PARENTS tree with its favor leaf (the command ending in "limit 2") replaced by `leaf`."""
+    return [c[:c.index("favor")] + leaf if "favor" in c else c for c in tc]
+
+
+def assert_tree_drained(res):
+    """Once the queue has drained, every qdisc of the tree holds no packet and no byte."""
+    qs = res["qdiscs"]
+    assert res["drained"], qs
+    for q in qs:
+        assert q["qlen"] == 0 and q["backlog"] == 0, q
+
+
+@pytest.mark.parametrize("name", [*PARENTS, "mq"])
+def test_gso_packets_of_which_one_segment_is_queued_leave_no_backlog_in_the_parents(guest, name):
+    """UDP GSO (UDP_SEGMENT) datagrams of two segments from new flows and a heavy one, into favor at limit 1 under
+    tbf, hfsc, htb -> drr / qfq / ets, and per queue under mq: a super-packet reaching an empty favor has its
+    first segment queued and its second dropped (the queue is full), so exactly one segment of it is queued.
+    The parents counted one packet of the super-packet's length; favor tells them the difference in bytes even
+    then (a segment is shorter than the super-packet), so once drained every qdisc of the tree is empty in
+    packets and bytes, favor saw each datagram as its two segments, and the root sent what favor sent."""
+    if name == "mq":
+        tc = [["qdisc", "add", "dev", "{dev}", "root", "handle", "1:", "mq"]]
+        tc += [["qdisc", "add", "dev", "{dev}", "parent", f"1:{i}", "favor", "limit", "1"] for i in range(1, 5)]
+        spec = {"device": "mq", "tc": tc}
+    else:
+        spec = {"tc": _with_leaf(PARENTS[name], ["favor", "limit", "1"])}
+    res = parents_run(guest, {**spec, "flows": 200, "seconds": 3, "size": 2 * GSO_SIZE, "gso_size": GSO_SIZE})
+    qs = res["qdiscs"]
+    leaves = [q for q in qs if q["kind"] == "favor"]
+    arrivals = sum(q["favored"] + q["standard"] + q["drop_favored"] + q["drop_standard"] for q in leaves)
+    print(f"gso {name}: {res['sent']} datagrams, {arrivals} segments at favor, "
+          f"{sum(q['packets'] for q in leaves)} sent, {sum(q['drops'] for q in leaves)} dropped")
+    assert res["sent"] > 100 and arrivals >= 2 * res["sent"], (res["sent"], leaves)
+    assert sum(q["drops"] for q in leaves) > 0, leaves
+    assert_tree_drained(res)
+    root = next(q for q in qs if q.get("root"))
+    assert root["packets"] == sum(q["packets"] for q in leaves), (root, leaves)
+    assert_dmesg_clean(guest)
+
+
+@pytest.mark.parametrize("kind", ["run2c", "las", "riops", "qsdrr"])
+def test_gso_packets_through_the_other_qdiscs_leave_no_backlog_in_the_parent(guest, kind):
+    """The same GSO datagrams into run2c, las, riops and qsdrr at limit 1 under htb -> drr (which queue a
+    super-packet whole, as one packet of its length): once drained, no qdisc of the tree holds a packet or a
+    byte, and the root sent what the leaf sent."""
+    spec = {"tc": _with_leaf(PARENTS["htb-drr"], [kind, "limit", "1"])}
+    res = parents_run(guest, {**spec, "flows": 200, "seconds": 3, "size": 2 * GSO_SIZE, "gso_size": GSO_SIZE})
+    assert res["sent"] > 100
+    assert_tree_drained(res)
+    leaf = next(q for q in res["qdiscs"] if q["kind"] == kind)
+    root = next(q for q in res["qdiscs"] if q.get("root"))
+    assert root["packets"] == leaf["packets"] > 0, (root, leaf)
+    assert_dmesg_clean(guest)
+
+
 # ---------------------------------------------------------------- raw netlink (issue 15)
 
 @pytest.mark.parametrize("kind", ["favor", "run2c", "las", "riops", "qsdrr"])

@@ -9,7 +9,9 @@ In a fresh network namespace: a device (a dummy d0, or for "mq" a veth pair with
 peer sits in the same namespace) with the spec's tc commands applied in order ("{dev}" stands for the
 device). For `seconds` a UDP sender cycles through `flows` sockets (each a new 5-tuple, so favor favors
 their packets and pushes out standard ones at a small limit) and one heavy socket; with "change_limit"
-the leaf's limit is changed back and forth under the flood. Then it waits until every qdisc is empty
+the leaf's limit is changed back and forth under the flood; with "gso_size" every socket sends with UDP_SEGMENT
+at that size, so a datagram of `size` bytes reaches the qdiscs as one GSO super-packet of size/gso_size
+segments. Then it waits until every qdisc is empty
 (or 20 s) and prints {"sent": datagrams, "qdiscs": every qdisc's counters (qdiscs()), "drained": bool}.
 Standard library only.
 """
@@ -24,6 +26,7 @@ import time
 from gutil import sh
 
 SRC, DST = "10.8.0.1", "10.8.0.2"
+UDP_SEGMENT = 103       # <linux/udp.h>; Python's socket module has no name for it
 
 
 def device(kind):
@@ -75,11 +78,13 @@ def qdiscs(dev):
     return out
 
 
-def flood(flows, seconds, size):
+def flood(flows, seconds, size, gso_size=None):
     socks = []
     for _ in range(flows + 1):
         s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
         s.setblocking(False)
+        if gso_size:
+            s.setsockopt(socket.IPPROTO_UDP, UDP_SEGMENT, gso_size)
         socks.append(s)
     heavy, new = socks[0], socks[1:]
     payload = b"x" * size
@@ -120,7 +125,7 @@ def main():
     if spec.get("change_limit"):
         t = threading.Thread(target=changer, daemon=True)
         t.start()
-    sent = flood(spec.get("flows", 200), spec.get("seconds", 3), spec.get("size", 200))
+    sent = flood(spec.get("flows", 200), spec.get("seconds", 3), spec.get("size", 200), spec.get("gso_size"))
     stop.set()
     if t:
         t.join()
