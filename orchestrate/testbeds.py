@@ -7,6 +7,7 @@
     python -m orchestrate.testbeds up-all --pool '<experiment pool JSON>' [--limit N]
                 [--excluded-dir results/<config>/testbeds/excluded] [--log-dir DIR]
     python -m orchestrate.testbeds down-all --pool '...'
+    python -m orchestrate.testbeds clean CONFIG.yaml | VM_NAME | HOST --inventory INV [--check] [--dry-run]
 
 `--testbed` is one member of a pool (orchestrate.experiment.expand_pool), or a config's testbed section naming one
 testbed; `--pool` is the pool (a list of members, or orchestrate.experiment's {"members": [...]}).
@@ -19,6 +20,12 @@ Ansible runs only when that differs. The same roles provision the local VM and r
 A member another pipeline holds is left to it; one that cannot be brought up and does not answer is
 left out of this pipeline (--excluded-dir). `down-all` stops the pool's local guests (unless
 keep_running) that no other pipeline holds.
+
+`clean` (./favorlab testbed clean) undoes the provisioning of a host with ansible/clean.yml, under the
+testbed's lease: what provisioning installed and changed, as the host's record says
+(/var/lib/favorlab/installed.json), and the marker, so the next run provisions it again. --check runs
+the play in Ansible's check mode (the removals it would make are reported as changed); --dry-run only
+prints the command.
 
 Host keys: a local guest's known_hosts file is written by favorvm at each start from the image's host
 key (StrictHostKeyChecking=yes); an ssh member's is ${FAVORLAB_CACHE:-~/.cache/favorlab}/known_hosts/
@@ -209,6 +216,55 @@ def up(tb: dict, out=None) -> None:
         sys.exit(f"testbed: could not record provisioning on {host}: {r.stderr.strip()}")
 
 
+def clean_members(target: str, inventory_path: str | None = None) -> list[dict]:
+    """The testbeds `clean TARGET` means: TARGET a host of --inventory; a config file (every member of its
+    pool); or a local guest's name."""
+    if inventory_path:
+        if not Path(inventory_path).is_file():
+            raise TestbedError(f"testbed: inventory {inventory_path} not found; give the Ansible inventory that "
+                               f"names {target} (e.g. ansible/inventories/cloudlab/hosts.yml)")
+        return members_of({"kind": "ssh", "inventory": str(Path(inventory_path).resolve()), "host": target})
+    if target.endswith((".yaml", ".yml")):
+        try:
+            cfg = experiment.load(target, warn=lambda m: None)
+        except experiment.ConfigError as e:
+            raise TestbedError(f"testbed: {e}") from None
+        return members_of(cfg["pool"])
+    if (pool.cache_root() / "vm" / "run" / target).is_dir():
+        return members_of({"kind": "local-vm", "vm_name": target})
+    raise TestbedError(f"testbed: {target!r} is not a config file (.yaml), nor a local guest favorvm knows "
+                       f"(testbed/vm/favorvm list). Fix: give a config, a guest's name, or an inventory host "
+                       f"with its inventory: clean HOST --inventory INVENTORY")
+
+
+def clean_command(tb: dict, check: bool = False) -> list[str]:
+    """ansible-playbook clean.yml for the testbed: the same host, inventory and ssh options as up()'s
+    provisioning. check: Ansible's --check (nothing changes; the tasks that would, say changed)."""
+    t = target(tb)
+    inv, host = inventory(tb)
+    return playbook_command("clean.yml", inv, host, {"ansible_ssh_common_args": shlex.join(connect(t).common_args)},
+                            *(["--check"] if check else []))
+
+
+def clean(tb: dict, check: bool = False, dry_run: bool = False, env: dict | None = None) -> int:
+    """Undo the provisioning of one testbed (ansible/clean.yml) under its lease: never while a run uses it.
+    The play also removes the provisioning marker, so the next run provisions the host again."""
+    if tb["kind"] == "local-vm" and not vm_state(tb["vm_name"]).get("running"):
+        log(f"{tb['id']}: nothing to clean: a local guest keeps nothing once stopped (its disk overlay is dropped)")
+        return 0
+    cmd = clean_command(tb, check)
+    if dry_run:
+        print(f"(cd {shlex.quote(str(REPO / 'ansible'))} && {shlex.join(cmd)})")
+        return 0
+    got = pool.try_lease(tb, what="orchestrate.testbeds clean")
+    if got is None:
+        raise TestbedError(f"testbed: {tb['id']} is in use ({pool.holder(tb['id'])}); clean it when that is done")
+    with got:
+        log(f"{'checking what cleaning would remove from' if check else 'cleaning'} {tb['id']} "
+            f"(ansible/clean.yml)")
+        return subprocess.run(cmd, cwd=REPO / "ansible", stdin=subprocess.DEVNULL, env=env).returncode
+
+
 def down(tb: dict) -> None:
     if tb["kind"] == "local-vm" and not tb.get("keep_running") and vm_state(tb["vm_name"]).get("running"):
         log(f"stopping the local VM {tb['vm_name']}")
@@ -281,13 +337,26 @@ def down_all(members: list[dict]) -> None:
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(prog="python -m orchestrate.testbeds", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("action", choices=["up", "down", "target", "up-all", "down-all"])
+    ap.add_argument("action", choices=["up", "down", "target", "up-all", "down-all", "clean"])
+    ap.add_argument("what", nargs="?", help="clean: a config file, a local guest's name, or a host of --inventory")
+    ap.add_argument("-i", "--inventory", help="clean: the Ansible inventory that names the host")
+    ap.add_argument("--check", action="store_true", help="clean: Ansible's --check: say what would go, change nothing")
+    ap.add_argument("--dry-run", action="store_true", help="clean: print the ansible-playbook command, run nothing")
     ap.add_argument("--testbed", help="one testbed (a pool member or a one-testbed section), as JSON")
     ap.add_argument("--pool", help="up-all, down-all: the pool, as JSON")
     ap.add_argument("--limit", type=int, help="up-all: bring at most this many members up")
     ap.add_argument("--excluded-dir", type=Path, help="up-all: results/<config>/testbeds/excluded")
     ap.add_argument("--log-dir", type=Path, help="up-all: one log per member here (else on stdout)")
     a = ap.parse_args(argv)
+    if a.action == "clean":
+        if not a.what:
+            ap.error("clean needs what to clean: a config file, a local guest's name, or HOST --inventory INVENTORY")
+        rc = 0
+        for m in clean_members(a.what, a.inventory):
+            rc = clean(m, check=a.check, dry_run=a.dry_run) or rc
+        return rc
+    if a.what or a.inventory or a.check or a.dry_run:
+        ap.error(f"{a.action} takes --testbed or --pool; a target, --inventory, --check and --dry-run are clean's")
     if a.action in ("up-all", "down-all"):
         if not a.pool:
             ap.error(f"{a.action} needs --pool")
