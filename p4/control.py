@@ -107,6 +107,38 @@ def switch_argv(binary: str, json_path: str, intf_left: str, intf_right: str,
             "--", "--priority-queues", str(PRIORITY_QUEUES)]
 
 
+# BMv2's thrift server (bm_runtime) binds its port on every address of its network namespace: simple_switch
+# has --thrift-port but no option for the address (simple_switch_CLI's --thrift-ip is the client's). Run in
+# the host's namespace, anyone who reaches the host could rewrite the tables and queues mid-run. So the
+# switch runs in a namespace of its own that holds only loopback and its two ports (which carry no
+# addresses: BMv2 reads them raw), and its CLI is started there too.
+NETNS_PREFIX = "favorlab-p4-"
+
+
+def own_netns(pid: int) -> str:
+    """The name of the switch's own namespace, per runner process (one switch per run)."""
+    return f"{NETNS_PREFIX}{pid}"
+
+
+def isolate_commands(netns: str, intfs: list[str]) -> list[list[str]]:
+    """Make the namespace, move the switch's ports into it and bring them and loopback up (a device
+    moved to another namespace goes down; its MTU and offload settings move with it)."""
+    cmds = [["ip", "netns", "add", netns], ["ip", "-n", netns, "link", "set", "lo", "up"]]
+    for i in intfs:
+        cmds += [["ip", "link", "set", "dev", i, "netns", netns], ["ip", "-n", netns, "link", "set", "dev", i, "up"]]
+    return cmds
+
+
+def release_commands(netns: str, intfs: list[str], home_pid: int) -> list[list[str]]:
+    """Give the ports back to the namespace of process home_pid (where they were: Mininet deletes them
+    there at its stop), up again, and delete the switch's namespace."""
+    cmds = []
+    for i in intfs:
+        cmds += [["ip", "-n", netns, "link", "set", "dev", i, "netns", str(home_pid)],
+                 ["ip", "link", "set", "dev", i, "up"]]
+    return cmds + [["ip", "netns", "delete", netns]]
+
+
 def cli_commands(params: dict, bottleneck_mbps: float) -> list[str]:
     """simple_switch_CLI commands: forwarding, the managed port, its queue depth and rate."""
     prog = params["program"]

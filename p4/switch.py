@@ -84,8 +84,27 @@ def compile_program(program: str, out_dir: Path = BUILD_DIR) -> Path:
     return out
 
 
+def _ip(argv: list[str], check: bool = True) -> subprocess.CompletedProcess:
+    p = subprocess.run(argv, capture_output=True, text=True)
+    if check and p.returncode:
+        raise RuntimeError(f"{' '.join(argv)}: {p.stderr.strip()}")
+    return p
+
+
+def remove_stale_netns() -> None:
+    """The namespaces of switches whose runner died before its stop (their ports went with the runner's
+    Mininet; the empty namespace stays named in /run/netns)."""
+    for ns in sorted(Path("/run/netns").glob(control.NETNS_PREFIX + "*")) if Path("/run/netns").is_dir() else []:
+        pid = ns.name[len(control.NETNS_PREFIX):]
+        if pid.isdigit() and not Path(f"/proc/{pid}").exists():
+            _ip(["ip", "netns", "delete", ns.name], check=False)
+
+
 class Switch:
-    """One simple_switch process (in the namespace where its interfaces are) and its CLI."""
+    """One simple_switch process and its CLI, in a network namespace where nothing but loopback reaches
+    its thrift port (control.py, NETNS_PREFIX). netns: the namespace where its interfaces already are
+    (the BMv2 tests make one); None: a namespace of its own, made at start, with the interfaces moved
+    into it, and given back at stop."""
 
     def __init__(self, params: dict, bottleneck_mbps: float, intf_left: str, intf_right: str,
                  thrift_port: int = control.THRIFT_PORT, log_path: Path | None = None,
@@ -93,23 +112,43 @@ class Switch:
         self.params, self.mbps = params, bottleneck_mbps
         self.intf_left, self.intf_right = intf_left, intf_right
         self.thrift_port, self.log_path, self.netns = thrift_port, log_path, netns
+        self.own_netns: str | None = None
         self.proc: subprocess.Popen | None = None
         self.json = None
 
     def _wrap(self, argv: list[str]) -> list[str]:
-        return (["ip", "netns", "exec", self.netns] if self.netns else []) + argv
+        ns = self.netns or self.own_netns
+        return (["ip", "netns", "exec", ns] if ns else []) + argv
+
+    def _isolate(self) -> None:
+        remove_stale_netns()
+        ns = control.own_netns(os.getpid())
+        _ip(["ip", "netns", "delete", ns], check=False)      # a previous switch of this runner that failed
+        self.own_netns = ns
+        for argv in control.isolate_commands(ns, [self.intf_left, self.intf_right]):
+            _ip(argv)
+
+    def _release(self) -> None:
+        if self.own_netns:
+            for argv in control.release_commands(self.own_netns, [self.intf_left, self.intf_right], os.getpid()):
+                _ip(argv, check=False)      # a port already gone (Mininet stopped first) is no error here
+            self.own_netns = None
 
     def start(self, timeout: float = 60.0) -> None:
         self.json = compile_program(self.params["program"])
-        argv = control.switch_argv(tool("simple_switch"), str(self.json), self.intf_left, self.intf_right,
-                                   self.thrift_port)
+        binary = tool("simple_switch")
+        if self.netns is None:
+            self._isolate()
+        argv = control.switch_argv(binary, str(self.json), self.intf_left, self.intf_right, self.thrift_port)
         out = self.log_path.open("w") if self.log_path else subprocess.DEVNULL
         self.proc = subprocess.Popen(self._wrap(argv), stdout=out, stderr=subprocess.STDOUT,
                                      start_new_session=True, env=tool_env())
         deadline = time.time() + timeout
         while True:
-            if self.proc.poll() is not None:
-                raise RuntimeError(f"simple_switch exited with {self.proc.returncode} at start "
+            rc = self.proc.poll()
+            if rc is not None:
+                self.stop()
+                raise RuntimeError(f"simple_switch exited with {rc} at start "
                                    f"(see {self.log_path or 'its output'})")
             p = self._cli_raw("show_ports\n")
             if p.returncode == 0 and "Could not connect" not in p.stdout:
@@ -168,3 +207,4 @@ class Switch:
                     pass
                 self.proc.wait()
         self.proc = None
+        self._release()
