@@ -436,3 +436,19 @@ def test_synflood_in_a_chain_section_is_refused():
     with pytest.raises(experiment.ConfigError) as e:
         experiment.validate(chain_config(synflood={"rates_x": [1]}))
     assert "synflood is for the dumbbell" in str(e.value) and "chain" in str(e.value), str(e.value)
+
+
+def test_no_test_file_defines_two_tests_of_one_name():
+    """A second definition silently replaces the first, which then never runs (as happened in this file)."""
+    import ast
+    files = subprocess.run(["git", "ls-files", "*test_*.py"], cwd=REPO, capture_output=True, text=True,
+                           check=True).stdout.split()
+    assert "tests/test_config.py" in files
+    twice = {}
+    for f in files:
+        tree = ast.parse((REPO / f).read_text())
+        names = [n.name for n in tree.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))]
+        dup = sorted({n for n in names if names.count(n) > 1})
+        if dup:
+            twice[f] = dup
+    assert twice == {}
