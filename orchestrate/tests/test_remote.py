@@ -107,7 +107,8 @@ def test_execute_success_renames_and_cleans_remote(tmp_path):
     assert (run_dir / "DONE").is_file() and (run_dir / "log" / "runner.log").is_file()
     assert (run_dir / "run.json").read_text() == spec.read_text()
     assert not remote.partial_of(run_dir).exists()
-    assert not (tmp_path / "host" / "var/lib/favorlab/runs/r1").exists()
+    runs = tmp_path / "host" / "var/lib/favorlab/runs"
+    assert runs.is_dir() and not any(runs.iterdir())        # the attempt's own directory (r1.<token>) removed
 
 
 def test_execute_failure_leaves_no_run_dir(tmp_path):
@@ -117,6 +118,13 @@ def test_execute_failure_leaves_no_run_dir(tmp_path):
         remote.execute(FakeSsh(tmp_path / "host", runner_ok=False), run_dir, spec, sched)
     assert not run_dir.exists()
     assert (remote.partial_of(run_dir) / "log" / "runner.log").is_file()  # kept for diagnosis
+    assert not any((tmp_path / "host" / "var/lib/favorlab/runs").iterdir())  # copied back, so gone from the host
+
+
+def test_two_attempts_of_one_run_get_their_own_directories_on_the_host():
+    """Two controllers making the same run on one host never share, or delete, each other's directory."""
+    a, b = remote.remote_dir("r1"), remote.remote_dir("r1")
+    assert a != b and a.startswith(f"{remote.REMOTE_ROOT}/r1.") and b.startswith(f"{remote.REMOTE_ROOT}/r1.")
 
 
 def test_a_host_that_dies_mid_run_is_unreachable(tmp_path):

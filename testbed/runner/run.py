@@ -825,6 +825,7 @@ class Run:
         if threading.current_thread() is threading.main_thread():
             STOPPER.install()
             hostguard.watch_hangup(1, lambda: self.log.lost("stdout hung up (its reader closed)"), halt)
+        ok, failure = False, None
         try:
             self.spec = specmod.load(self.dir)
             self.log(f"run {self.spec['run_id']}: {self.spec['aqm']['forward']} load {self.spec.get('load')} "
@@ -839,12 +840,15 @@ class Run:
             self.measure()
             ok = True
         except hostguard.Stopped as e:
-            self.log(f"STOPPED ({e}): tearing down; no DONE")
-            ok = False
+            failure = f"STOPPED ({e}): tearing down; no DONE"
         except Exception as e:  # noqa: BLE001 - every failure is logged, then torn down
-            self.log(f"ERROR {type(e).__name__}: {e}")
-            ok = False
+            failure = f"ERROR {type(e).__name__}: {e}"
         finally:
+            # from here on a stop request is only recorded (a log line that finds stdout gone makes one),
+            # so nothing can cut the tear-down short
+            STOPPER.tearing_down = True
+            if failure:
+                self.log(failure)
             self.teardown()
             halt.set()
         try:
