@@ -106,13 +106,15 @@ def die_with_parent(sig: int = signal.SIGTERM):
     session closes and the runner on the host sees its controller gone. The standard library has no
     prctl(2), hence ctypes; where prctl is missing (not Linux) the child is left as before."""
     parent = os.getpid()
+    try:        # looked up here, in the parent: the child between fork and exec should only call it
+        prctl = ctypes.CDLL(None, use_errno=True).prctl
+    except (OSError, AttributeError):
+        prctl = None
 
     def preexec():
-        try:
-            libc = ctypes.CDLL(None, use_errno=True)
-            libc.prctl(PR_SET_PDEATHSIG, int(sig), 0, 0, 0)
-        except (OSError, AttributeError):
+        if prctl is None:
             return
+        prctl(PR_SET_PDEATHSIG, int(sig), 0, 0, 0)
         if os.getppid() != parent:      # the parent died before prctl: the signal would never come
             os.kill(os.getpid(), sig)
     return preexec
