@@ -13,3 +13,10 @@ parse_args <- function(names) {
   for (n in names) { i <- match(paste0("--", n), a); if (is.na(i) || i == length(a)) stop(sprintf("missing --%s", n)); v[[n]] <- a[i + 1] }
   v
 }
+# --name VALUE when given, else NULL
+opt_arg <- function(name) {
+  a <- commandArgs(TRUE); i <- match(paste0("--", name), a)
+  if (is.na(i)) return(NULL)
+  if (i == length(a)) stop(sprintf("--%s needs a value", name))
+  a[i + 1]
+}

@@ -1,9 +1,9 @@
 #!/usr/bin/env Rscript
-# Rscript analysis/R/figures.R --tables results/quick/tables --out results/quick/figures
+# Rscript analysis/R/figures.R --tables results/quick/tables [--runs results/quick/analysis-runs.txt] --out results/quick/figures
 favorlab_R_dir <- dirname(normalizePath(sub("^--file=", "", grep("^--file=", commandArgs(FALSE), value = TRUE))))
 source(file.path(favorlab_R_dir, "common.R"))
 a <- parse_args(c("tables", "out"))
-t <- read_tables(a$tables)
+t <- tables_arg(a)
 dir.create(a$out, recursive = TRUE, showWarnings = FALSE)
 if (nrow(t$invalid)) message("invalid runs left out of every figure: ", paste(t$invalid$run_id, collapse = ", "))
 fwrite(t$invalid[, .(run_id, invalid_reasons)], file.path(a$out, "invalid-runs.csv"))

@@ -1,20 +1,69 @@
 # Reading the extraction tables: TABLES/<run_id>/{flows.csv, run.csv} (analysis/README.md).
 suppressPackageStartupMessages(library(data.table))
 
-read_tables <- function(dir) {
+# The pipeline's run ids (orchestrate/bundle.py RUN_ID_PATTERN, workflow/rules/common.smk's wildcard
+# constraint; a test holds the two equal). Only such names become paths here.
+RUN_ID_RE <- "[A-Za-z0-9.-]+_[a-z0-9_-]+_load[0-9.]+_iw[0-9]+_rep[0-9]+"
+# A tables directory read without a run list (by hand, the tests): any plain name, never a space, a shell
+# metacharacter or a path separator.
+TABLE_DIR_RE <- "[A-Za-z0-9][A-Za-z0-9._-]*"
+is_run_id <- function(x, re = RUN_ID_RE) grepl(paste0("^(", re, ")$"), x)
+
+# Every file is read with fread(file = ...): given as its first argument, a string that is not an existing
+# file and holds a space is run as a shell command by data.table, and the paths here come from a results
+# bundle someone else made.
+read_csv_file <- function(path, ...) fread(file = path, ...)
+
+# The run ids to read: runs_file (one id a line, written by the pipeline: analysis-runs.txt), every one a run
+# id of the pipeline; without it, the plain-named directories of dir that hold a run.csv.
+table_runs <- function(dir, runs_file = NULL) {
+  present <- list.dirs(dir, recursive = FALSE, full.names = FALSE)
+  if (!is.null(runs_file)) {
+    if (!file.exists(runs_file)) stop(sprintf("run list %s does not exist; the pipeline writes it (rule analysis_runs)", runs_file))
+    ids <- if (file.size(runs_file) > 0)
+      read_csv_file(runs_file, sep = "\n", header = FALSE, colClasses = "character", quote = "", strip.white = FALSE)[[1]]
+    else character()
+    ids <- ids[!is.na(ids) & ids != ""]
+    bad <- ids[!is_run_id(ids)]
+    if (length(bad)) stop(sprintf("run list %s: %s is not a run id of the pipeline (%s); fix: list run ids only",
+                                  runs_file, encodeString(bad[1], quote = '"'), RUN_ID_RE))
+    lacking <- ids[!file.exists(file.path(dir, ids, "run.csv"))]
+    if (length(lacking)) stop(sprintf("no run.csv for run %s under %s; run `python -m analysis.extract --run RUNDIR --out %s/<run_id>`",
+                                      lacking[1], dir, dir))
+  } else {
+    ids <- present[is_run_id(present, TABLE_DIR_RE)]
+    ids <- ids[file.exists(file.path(dir, ids, "run.csv"))]
+  }
+  # the order list.files gave when every run.csv under dir was read
+  ids <- sort(ids)
+  ignored <- setdiff(present, ids)
+  if (length(ignored)) message(sprintf("%d table director%s not among the runs analysed, ignored", length(ignored),
+                                       if (length(ignored) == 1) "y" else "ies"))
+  ids
+}
+
+read_tables <- function(dir, runs_file = NULL) {
   if (!dir.exists(dir)) stop(sprintf("tables directory %s does not exist; run `python -m analysis.extract` first", dir))
-  runs_f <- list.files(dir, pattern = "^run\\.csv$", recursive = TRUE, full.names = TRUE)
-  if (!length(runs_f)) stop(sprintf("no run.csv under %s; run `python -m analysis.extract --run RUNDIR --out %s/<run_id>`", dir, dir))
-  runs <- rbindlist(lapply(runs_f, fread, colClasses = list(character = "invalid_reasons")), fill = TRUE)
-  fl <- rbindlist(lapply(file.path(dirname(runs_f), "flows.csv"), function(f) {
-    d <- fread(f, colClasses = "character"); if (nrow(d)) d else NULL
-  }), fill = TRUE)
+  ids <- table_runs(dir, runs_file)
+  if (!length(ids)) stop(sprintf("no run.csv under %s; run `python -m analysis.extract --run RUNDIR --out %s/<run_id>`", dir, dir))
+  # each table's run is the directory it was read from (an id checked above), whatever its rows say
+  one <- function(id, f, ...) {
+    p <- file.path(dir, id, f)
+    if (!file.exists(p)) return(NULL)
+    d <- read_csv_file(p, ...)
+    if (!nrow(d)) return(NULL)
+    if ("run_id" %in% names(d)) d[, run_id := id]
+    d
+  }
+  runs <- rbindlist(lapply(ids, one, "run.csv", colClasses = list(character = "invalid_reasons")), fill = TRUE)
+  fl <- rbindlist(lapply(ids, one, "flows.csv", colClasses = "character"), fill = TRUE)
   # persistent.csv: the persistent scenario's iperf3 streams (tables from before it existed have none)
-  pf <- file.path(dirname(runs_f), "persistent.csv")
-  pers <- rbindlist(lapply(pf[file.exists(pf)], function(f) { d <- fread(f, colClasses = "character"); if (nrow(d)) d else NULL }),
-                    fill = TRUE)
+  pers <- rbindlist(lapply(ids, one, "persistent.csv", colClasses = "character"), fill = TRUE)
   assemble_tables(runs, fl, pers)
 }
+
+# The table arguments of the R scripts: --tables DIR, and --runs FILE where the pipeline gives its run list.
+tables_arg <- function(a) read_tables(a$tables, opt_arg("runs"))
 
 # runs (run.csv rows) and flows (flows.csv rows) -> the tables every figure and claim reads: each flow
 # carries its run's AQM, load, replication, validity and scenario key.
@@ -30,7 +79,7 @@ assemble_tables <- function(runs, fl, pers = data.table()) {
 
 # What makes two runs comparable apart from AQM, load and replication (analysis/claims.yaml, "scenario").
 SCENARIO_COLS <- c("scenario", "topology", "bottleneck_mbps", "buffer_pkts", "iw", "profile", "cc", "size_dist", "size_mean_pkts",
-                   "dataplane", "hops", "aqm_hops", "flood_x")
+                   "dataplane", "hops", "aqm_hops", "flood_x", "settings")
 
 # Tables extracted before run.csv carried every scenario column get what can be derived (dataplane from
 # the AQM's name, topology from the scenario) and "" for the rest, so they still group consistently.
@@ -43,7 +92,34 @@ with_scenario <- function(runs) {
   # fread reads a column empty in every run (a dumbbell's hops, aqm_hops) as NA: "" as in run.csv, or the
   # key would end in "NA NA" and differ from the key of the same runs extracted before those columns
   for (c in SCENARIO_COLS) runs[, (c) := fifelse(is.na(get(c)), "", as.character(get(c)))]
+  runs <- with_settings(runs)
   runs[, scen := scenario_key(.SD)]
+  runs
+}
+
+# How a run was measured, where runs that would be pooled disagree on it: the measurement window (warm-up
+# and duration, run.csv's window_start_s/window_end_s) across a scenario, whose loads and replications are
+# pooled, and the schedule's seed within one (scenario, load, replication), whose AQMs are paired flow by
+# flow. Runs made with other settings (a run kept from an earlier version of the config) then form a
+# scenario of their own, its key naming the settings, and are never pooled with the others silently. Where
+# the runs agree the column is empty and the key is as before. The chain's runs are paired run by run, not
+# flow by flow: chain_pairs (fig_chain.R) refuses a DropTail/FaQ pair whose seeds or windows differ and says so.
+with_settings <- function(runs) {
+  runs[, settings := ""]
+  col <- function(c) if (c %in% names(runs)) fifelse(is.na(runs[[c]]), "", as.character(runs[[c]])) else rep("", nrow(runs))
+  if (!nrow(runs)) return(runs)
+  runs[, `:=`(.base = scenario_key(.SD), .window = paste0("window ", col("window_start_s"), "-", col("window_end_s"), "s"),
+              .seed = paste0("seed ", col("seed")))]
+  runs[topology == "chain", `:=`(.window = "", .seed = "")]
+  runs[, .nw := uniqueN(.window), by = .base]
+  runs[.nw > 1, settings := .window]
+  runs[, .ns := uniqueN(.seed), by = c(".base", "settings", intersect(c("load", "replication"), names(runs)))]
+  runs[.ns > 1, settings := trimws(paste(settings, .seed))]
+  split <- runs[settings != ""]
+  if (nrow(split))
+    message(sprintf("runs measured with different settings are not pooled (each set a scenario of its own): %s",
+                    paste(sprintf("%s (%s)", split$run_id, split$settings), collapse = ", ")))
+  runs[, c(".base", ".window", ".seed", ".nw", ".ns") := NULL]
   runs
 }
 
@@ -58,7 +134,7 @@ scenario_key <- function(d, drop = character()) {
   key <- paste(name, tag(v("bottleneck_mbps"), post = "Mb/s"), tag(v("buffer_pkts"), "buf"), tag(v("iw"), "IW"),
                paste0(v("profile"), tag(v("cc"), "/")), paste0(v("size_dist"), tag(v("size_mean_pkts"), "-mean")),
                v("dataplane"), tag(v("hops"), post = "hops"), tag(v("aqm_hops"), "AQM@hop"),
-               tag(v("flood_x"), "SYN flood ", "x"))
+               tag(v("flood_x"), "SYN flood ", "x"), v("settings"))
   trimws(gsub(" +", " ", key))
 }
 

@@ -1,9 +1,9 @@
 #!/usr/bin/env Rscript
-# Rscript analysis/R/verdict.R --tables results/quick/tables --out results/quick/verdict.csv
+# Rscript analysis/R/verdict.R --tables results/quick/tables [--runs results/quick/analysis-runs.txt] --out results/quick/verdict.csv
 favorlab_R_dir <- dirname(normalizePath(sub("^--file=", "", grep("^--file=", commandArgs(FALSE), value = TRUE))))
 source(file.path(favorlab_R_dir, "common.R"))
 a <- parse_args(c("tables", "out"))
-t <- read_tables(a$tables)
+t <- tables_arg(a)
 v <- verdict(t)
 fwrite(v, a$out)
 message(sprintf("verdict: %d holds, %d does not hold, %d insufficient data, %d not run -> %s", sum(v$status == HOLDS),
