@@ -12,6 +12,7 @@ import gzip
 import io
 import json
 import os
+import re
 import struct
 import sys
 from array import array
@@ -36,6 +37,25 @@ def load_json(path, default=None):
         return default
     with open(path) as f:
         return json.load(f)
+
+
+def in_run(rundir, name, what):
+    """rundir/name for a file name a run's own JSON gives (run.json's schedule): a run
+    directory may come from someone else's results bundle, so a name that leads out of it (absolute, '..',
+    a symlink) is refused, never opened."""
+    if not isinstance(name, str) or not name or os.path.isabs(name) or "\\" in name or \
+            ".." in name.replace("\\", "/").split("/"):
+        raise ValueError(f"{rundir}: {what} {name!r} is not a file name inside the run directory; "
+                         f"fix: name a file of the run directory (e.g. schedule.csv)")
+    path = os.path.join(rundir, name)
+    real, root = os.path.realpath(path), os.path.realpath(rundir)
+    if os.path.commonpath([real, root]) != root:
+        raise ValueError(f"{rundir}: {what} {name!r} leads outside the run directory; fix: name a file of the "
+                         f"run directory (e.g. schedule.csv)")
+    return path
+
+
+HOST_NAME = re.compile(r"[A-Za-z0-9_-]+")
 
 
 def read_schedule(path):
@@ -356,7 +376,7 @@ def extract(rundir, outdir, write_packets=True):
     spec = load_json(os.path.join(rundir, "run.json"))
     if spec is None:
         raise ValueError(f"{rundir}: run.json missing")
-    sched = read_schedule(os.path.join(rundir, spec.get("schedule", "schedule.csv")))
+    sched = read_schedule(in_run(rundir, spec.get("schedule", "schedule.csv"), "run.json's schedule"))
     fid = load_json(os.path.join(rundir, "fidelity.json"), {"valid": False, "reasons": ["fidelity.json missing"]})
     profile = spec.get("tcp", {}).get("profile", "paper")
     mss = spec.get("topology", {}).get("mtu", 1500) - 40
@@ -477,6 +497,10 @@ def persistent_rows(rundir, spec):
     mbps = float(spec.get("topology", {}).get("bottleneck_mbps") or 0)
     rows = []
     for g in plan.get("groups", []):
+        # the iperf3 report's file name is made from plan.json's host names: plain names only
+        if not all(isinstance(g.get(k), str) and HOST_NAME.fullmatch(g[k]) for k in ("src", "dst")):
+            raise ValueError(f"{rundir}: persistent/plan.json names hosts {g.get('src')!r}, {g.get('dst')!r}; "
+                             f"fix: host names of the topology (a1, b2, ...)")
         try:
             raw = load_json(os.path.join(rundir, "persistent", f"iperf3-{g['src']}-{g['dst']}.json"))
         except ValueError:       # an iperf3 cut off mid-report
