@@ -178,6 +178,11 @@ def test_a_redone_run_is_kept_in_superseded_unless_forced(pipeline):
     assert "--force: its directory is deleted" in p.stderr
     for run_id in before:
         assert json.loads((pipeline.results / "runs" / run_id / "run.json").read_text())["drain_s"] == 2
+    # a new schedule (another seed) redoes both again, said as such, and keeps them
+    p = pipeline(dict(cfg, drain_s=2, seed=8))
+    assert p.returncode == 0, p.stdout + p.stderr
+    assert len(list((pipeline.results / "superseded").iterdir())) == 4
+    assert p.stderr.count("its spec changed (seed); its schedule changed") == 2, p.stderr
 
 
 def test_the_wrapper_gives_these_triggers_and_turns_force_into_favorlab_force(tmp_path):

@@ -90,8 +90,16 @@ def _supersede(jobs):
             continue
         run_id = out.name
         fields = _spec_change(out, run_id)
-        why = "; ".join(workflow.dag.reason(job).get_names()) or "Snakemake redoes it"
-        what = f"its spec changed ({', '.join(fields)})" if fields else why
+        reason = workflow.dag.reason(job)
+        whys = []
+        if fields:
+            whys.append(f"its spec changed ({', '.join(fields)})")
+        elif reason.params_changed:
+            whys.append("its spec is unchanged, the rule's other parameters (the testbed's kind) differ from "
+                        "what Snakemake recorded")
+        if reason.updated_input or reason.updated_input_run:     # the schedule changed, or is made again
+            whys.append("its schedule changed")
+        what = "; ".join(whys or reason.get_names()) or "Snakemake redoes it"
         if FORCE:
             print(f"favorlab: redoing the finished run {run_id}: {what}; --force: its directory is deleted",
                   file=sys.stderr, flush=True)
