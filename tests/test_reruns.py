@@ -210,3 +210,14 @@ def test_the_wrapper_gives_these_triggers_and_turns_force_into_favorlab_force(tm
         assert argv[i + 1:i + 1 + len(TRIGGERS)] == TRIGGERS
     help_text = subprocess.run(["bash", str(REPO / "favorlab"), "help"], capture_output=True, text=True).stdout
     assert "--force" in help_text and "superseded" in help_text
+
+
+def test_every_shell_placeholder_of_the_run_rules_is_quoted():
+    """testbed.smk's commands get paths and config values: each placeholder is Snakemake-quoted ({x:q}) or
+    the one word experiment.shell_json makes ({pool})."""
+    import re
+    text = (REPO / "workflow" / "rules" / "testbed.smk").read_text()
+    commands = re.findall(r'shell\(\s*((?:"[^"]*"\s*)+)', text)
+    assert len(commands) == 4       # the run, up-all, down-all twice
+    placeholders = [p for c in commands for p in re.findall(r"(?<!\{)\{([^{}]+)\}(?!\})", c)]
+    assert placeholders and all(p.endswith(":q") or p == "pool" for p in placeholders), placeholders
