@@ -556,8 +556,8 @@ def _collisions(cfg: dict, source: str) -> list[str]:
         first = named.setdefault(run.run_id, run)
         if first != run:
             # Run equality ignores the section: these are two runs of the matrix under one name
-            diff = [f"{f} {getattr(first, f)!r} and {getattr(run, f)!r}" for f in ("load", "bottleneck_mbps", "sizes", "flood_x")
-                    if getattr(first, f) != getattr(run, f)]
+            diff = [f"{f} {getattr(first, f)!r} and {getattr(run, f)!r}"
+                    for f in ("load", "bottleneck_mbps", "sizes", "flood_x") if getattr(first, f) != getattr(run, f)]
             out.append(f"{source}: two runs are both named {run.run_id} ({'; '.join(diff)}): a run id writes the "
                        f"load with two decimals and rates, sizes and flood rates with six significant digits. "
                        f"Fix: make those values differ in what the run id shows (e.g. loads 0.50 and 0.51).")
