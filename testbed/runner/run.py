@@ -120,7 +120,7 @@ def popen(argv, node=None, cgroup: Path | None = None, **kw) -> subprocess.Popen
     with STOPPER.deferred():
         p = subprocess.Popen(prefix + list(argv), start_new_session=True, **kw)
         if PIDFILE is not None:
-            PIDFILE.add(p.pid, " ".join(map(str, argv))[:120])
+            PIDFILE.add(p.pid, " ".join(map(str, argv))[:60])
     return p
 
 
@@ -157,23 +157,13 @@ def check_loaded_module(mod, sys_root=Path("/sys"), modinfo=None):
 
 class RunCgroup:
     """A cgroup v2 directory of this run's own: the initial-RTO program is attached here, not to the root
-    cgroup, so on a real host it changes the workload's sockets and no one else's."""
+    cgroup, so on a real host it changes the workload's sockets and no one else's. hostguard.remove_cgroup
+    removes it (the tear-down, or the next run's clean-up after a dead run), killing what is still in it."""
 
     def __init__(self, name: str):
         from testbed.runner.bpf import cgroup2_root
         self.path = Path(cgroup2_root()) / name
         self.path.mkdir(exist_ok=True)
-
-    def remove(self, log) -> None:
-        for _ in range(50):        # the processes were stopped and reaped; the kernel lets go soon after
-            try:
-                self.path.rmdir()
-                return
-            except FileNotFoundError:
-                return
-            except OSError:
-                time.sleep(0.1)
-        log(f"cgroup {self.path} still busy: left in place ({(self.path / 'cgroup.procs').read_text().split()})")
 
 
 def stop(p: subprocess.Popen, sig=signal.SIGTERM, wait=10.0) -> int | None:
@@ -909,7 +899,7 @@ class Run:
         self.checks.update(apply_tcp(self.net, s["tcp"], self.hostsj["hosts"], self.log))
         if s["tcp"].get("initial_rto_ms"):
             from testbed.runner.bpf import InitialRto
-            self.cgroup = RunCgroup(f"favorlab-run-{os.getpid()}")
+            self.cgroup = RunCgroup(f"{hostguard.CGROUP_PREFIX}{os.getpid()}")
             self.rto = InitialRto(s["tcp"]["initial_rto_ms"], cgroup=str(self.cgroup.path)).attach()
             self.log(f"initial RTO {self.rto.ms} ms = {self.rto.jiffies} jiffies (HZ {self.rto.hz}) attached "
                      f"to {self.cgroup.path}, where the flow clients and servers run")
