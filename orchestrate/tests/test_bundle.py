@@ -18,14 +18,18 @@ from analysis.tests import synth
 from orchestrate import bundle as bd
 
 NAME = "bundle-test"
-# run ids as the config's matrix names them (common.smk's wildcard constraint)
-RUN_IDS = [f"dumbbell_{aqm}_load0.5_iw2_rep{rep}" for aqm in ["droptail", "favor"] for rep in [0, 1]]
+# run ids as the config's matrix names them (_config: smoke.yaml at load 0.5 with two replications)
+RUN_IDS = [f"dumbbell-10M-buf8-pareto30-paper-reno_{aqm}_load0.50_iw2_rep{rep}" for aqm in ["droptail", "favor"]
+           for rep in [0, 1]]
+# a finished run the config's matrix does not have (an earlier version of the config): never bundled
+STALE = "dumbbell-10M-buf8-pareto30-paper-reno_favor_load0.90_iw2_rep0"
 need_r = pytest.mark.skipif(shutil.which("Rscript") is None, reason="Rscript missing (apt-get install r-base-core r-cran-data.table r-cran-ggplot2 r-cran-testthat)")
 
 
 def _config(path: Path) -> Path:
     cfg = yaml.safe_load(open(Path(__file__).resolve().parents[2] / "config" / "smoke.yaml"))
     cfg["name"] = NAME
+    cfg["loads"], cfg["replications"] = [0.5], 2
     path.write_text(yaml.safe_dump(cfg))
     return path
 
@@ -36,11 +40,11 @@ def made(tmp_path_factory):
     one run cut off (<run_id>.partial) and one without DONE."""
     root = tmp_path_factory.mktemp("made")
     res = root / "results" / NAME
-    for rid in RUN_IDS:
+    for rid in RUN_IDS + [STALE]:
         aqm, rep = rid.split("_")[1], int(rid[-1])
         run = synth.standard_run(str(res / "runs" / rid))
         ex.extract(run.write(aqm=aqm, rep=rep, valid=not (aqm == "favor" and rep == 1)), str(res / "tables" / rid))
-    for cut in ["dumbbell_favor_load0.5_iw2_rep2.partial", "dumbbell_favor_load0.5_iw2_rep3"]:
+    for cut in [RUN_IDS[3].replace("rep1", "rep2.partial"), RUN_IDS[3].replace("rep1", "rep3")]:
         (res / "runs" / cut).mkdir()
         (res / "runs" / cut / "run.json").write_text("{}")
     (res / "runs" / RUN_IDS[0] / ".snakemake_timestamp").write_text("")
@@ -70,8 +74,9 @@ def test_bundle_holds_the_finished_runs_their_tables_and_the_config_with_checksu
             assert f"runs/{rid}/{f}" in rel
         for t in ["flows.csv", "run.csv", "persistent.csv", "packets.csv.gz"]:
             assert f"tables/{rid}/{t}" in rel
-    # incomplete runs never, pcaps only when asked (an earlier attempt's neither), no Snakemake bookkeeping
-    assert not any("rep2" in n or "rep3" in n or "/pcap/" in n or "snakemake" in n for n in rel)
+    # incomplete runs never, nor a run the config no longer has, pcaps only when asked (an earlier
+    # attempt's neither), no Snakemake bookkeeping
+    assert not any("rep2" in n or "rep3" in n or STALE in n or "/pcap/" in n or "snakemake" in n for n in rel)
     assert f"runs/{RUN_IDS[3]}/attempts/1/fidelity.json" in rel
     with tarfile.open(out) as t:
         t.extractall(tmp_path / "x")
@@ -101,7 +106,7 @@ def test_bundle_with_pcaps_holds_the_captures(made, tmp_path):
 def test_bundle_of_a_config_without_finished_runs_is_an_error(made, tmp_path):
     cfg, _ = made
     empty = tmp_path / "results"
-    (empty / "runs" / "dumbbell_favor_load0.5_iw2_rep0.partial").mkdir(parents=True)
+    (empty / "runs" / f"{RUN_IDS[2]}.partial").mkdir(parents=True)
     with pytest.raises(bd.BundleError, match=r"no finished run .*1 incomplete"):
         bd.bundle(cfg, tmp_path / "b.tar.gz", results=empty, log=lambda _m: None)
     assert not (tmp_path / "b.tar.gz").exists()
@@ -143,10 +148,10 @@ def test_analyse_refuses_a_tampered_file_naming_it(made, tmp_path):
     with tarfile.open(good) as t:
         t.extractall(tmp_path / "unpacked")
     top = tmp_path / "unpacked" / NAME
-    (top / "tables" / RUN_IDS[0] / "extra.csv").write_text("x\n")
-    with pytest.raises(bd.BundleError, match=f"tables/{RUN_IDS[0]}/extra.csv: in the bundle but not in SHA256SUMS"):
+    (top / "runs" / RUN_IDS[0] / "extra.csv").write_text("x\n")
+    with pytest.raises(bd.BundleError, match=f"runs/{RUN_IDS[0]}/extra.csv: in the bundle but not in SHA256SUMS"):
         bd.analyse(top, tmp_path / "out2", log=lambda _m: None)
-    (top / "tables" / RUN_IDS[0] / "extra.csv").unlink()
+    (top / "runs" / RUN_IDS[0] / "extra.csv").unlink()
     (top / "runs" / RUN_IDS[0] / "manifest.json").unlink()
     with pytest.raises(bd.BundleError, match=f"runs/{RUN_IDS[0]}/manifest.json: listed in SHA256SUMS but missing"):
         bd.analyse(top, tmp_path / "out3", log=lambda _m: None)
@@ -171,7 +176,7 @@ def test_analyse_refuses_members_outside_the_bundle_directory(made, tmp_path):
         ti = tarfile.TarInfo(f"{NAME}/../escaped")
         ti.size = 1
         t.addfile(ti, io.BytesIO(b"x"))
-    with pytest.raises(bd.BundleError, match="not a plain file under the bundle's directory"):
+    with pytest.raises(bd.BundleError, match=r"'\.\.'"):
         bd.analyse(evil, tmp_path / "out", log=lambda _m: None)
     assert not (tmp_path / "escaped").exists() and not (tmp_path / "out").exists()
 
@@ -193,7 +198,7 @@ def test_analyse_a_bundle_twice_gives_the_same_verdict_and_figure_tables(made, t
     assert rows and all(r["claim"] for r in rows)
     # a dumbbell's scenario key has no hops: run.csv's empty chain columns are not read as "NA"
     assert all("NA" not in r["scenario"].split() for r in rows), {r["scenario"] for r in rows}
-    assert "dumbbell_favor_load0.5_iw2_rep1" in (one / "figures" / "invalid-runs.csv").read_text()
+    assert RUN_IDS[3] in (one / "figures" / "invalid-runs.csv").read_text()
     assert "<h1>favorlab report: one</h1>" in (one / "report.html").read_text()
     # the bundle's tables were used as they are, not extracted again
     assert not any((one / "logs").glob("extract-*.log"))
@@ -230,4 +235,25 @@ def test_analyse_a_results_directory_leaves_it_untouched(made, tmp_path):
     out = bd.analyse(res, tmp_path / "out", cores=1, log=lambda _m: None)
     assert (out / "verdict.csv").is_file()
     assert sorted(str(p.relative_to(res)) for p in res.rglob("*")) == before
-    assert not (out / "runs" / "dumbbell_favor_load0.5_iw2_rep2.partial").exists()
+    assert not (out / "runs" / f"{RUN_IDS[3].replace('rep1', 'rep2')}.partial").exists()
+
+
+@need_r
+@pytest.mark.slow
+def test_analyse_a_bundle_whose_file_name_and_folder_hold_spaces_and_shell_metacharacters(made, tmp_path):
+    """A browser's `quick-bundle (1).tar.gz`, a name with `;`, and an --out with spaces and `$(...)`: the
+    analysis runs (every name on the rules' command lines quoted, the default folder a plain name) to the
+    same verdict as the plainly named bundle, and no payload runs."""
+    plain = bd.analyse(_bundle(made, tmp_path), tmp_path / "plain", cores=1, log=lambda _m: None)
+    odd = tmp_path / "dl"
+    odd.mkdir()
+    b = odd / "quick-bundle (1); touch CANARY.tar.gz"
+    shutil.copy(tmp_path / "b.tar.gz", b)
+    one = bd.analyse(b, cores=1, log=lambda _m: None)
+    assert one == odd / "quick-bundle-1-touch-CANARY"
+    spaced = bd.analyse(b, odd / "my results; $(touch CANARY)", cores=1, log=lambda _m: None)
+    for d in (one, spaced):
+        assert (d / "verdict.csv").read_bytes() == (plain / "verdict.csv").read_bytes()
+        assert _figure_tables(d) == _figure_tables(plain)
+    assert not any(p.name == "CANARY" for p in tmp_path.rglob("*"))
+    assert not (bd.REPO / "CANARY").exists()
