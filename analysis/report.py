@@ -56,10 +56,13 @@ def table(rows, cols, cls_col=None):
     return "\n".join(h + ["</table>"])
 
 
-def runs_section(rdir):
+def runs_section(rdir, only=None):
+    """One row per finished run under rdir (those named in `only`, the pipeline's run list, when given)."""
     rows = []
     if os.path.isdir(rdir):
         for rid in sorted(os.listdir(rdir)):
+            if only is not None and rid not in only:
+                continue
             d = os.path.join(rdir, rid)
             if not os.path.exists(os.path.join(d, "DONE")):
                 continue
@@ -94,9 +97,11 @@ def nstat_section(rows):
     return note + table(rows, cols) if rows else "<p>no tables (run <code>python -m analysis.extract</code>)</p>"
 
 
-def run_tables(tdir):
+def run_tables(tdir, only=None):
     rows = []
     for root, _, files in sorted(os.walk(tdir)) if os.path.isdir(tdir) else []:
+        if only is not None and os.path.basename(root) not in only:
+            continue
         if "run.csv" in files:
             rows += _read(os.path.join(root, "run.csv"), [])
     return rows
@@ -374,12 +379,26 @@ def figure_index(fdir):
             + table(idx, ["figure", "title", "status", "detail", "paper"], "status"))
 
 
-def render(results):
+def read_run_list(path):
+    """The pipeline's run list (analysis-runs.txt: one run id a line): the runs this report is about."""
+    with open(path) as f:
+        return {line.strip() for line in f if line.strip()}
+
+
+def render(results, only=None):
+    """The report of results' runs (those named in `only`, the pipeline's run list, when given: run and
+    table directories of other runs are left out and counted)."""
     parts = [f"<!doctype html><html><head><meta charset='utf-8'><title>favorlab report</title><style>{STYLE}</style></head><body>",
              f"<h1>favorlab report: {html.escape(os.path.basename(os.path.abspath(results)))}</h1>"]
     v = _read(os.path.join(results, "verdict.csv"))
-    runs = runs_section(os.path.join(results, "runs"))
-    tables = run_tables(os.path.join(results, "tables"))
+    runs = runs_section(os.path.join(results, "runs"), only)
+    tables = run_tables(os.path.join(results, "tables"), only)
+    if only is not None:
+        tdir = os.path.join(results, "tables")
+        other = sorted(set(os.listdir(tdir)) - only) if os.path.isdir(tdir) else []
+        if other:
+            parts.append(f"<p>Tables of {len(other)} run(s) that are not among this config's runs were left out of "
+                         f"every table, figure and claim: {html.escape(', '.join(other))}</p>")
     parts.append(summary(v, runs))
     parts.append("<h2>Provenance</h2>" + provenance(runs, tables))
     parts.append("<h2>The measurement window: unfinished flows (left out of every DropTail/FaQ comparison) and "
@@ -421,11 +440,12 @@ def main(argv=None):
     ap = argparse.ArgumentParser(description="favorlab HTML report")
     ap.add_argument("--results", required=True, help="results/<config> directory")
     ap.add_argument("--out", required=True, help="HTML file to write")
+    ap.add_argument("--runs", help="the run list (analysis-runs.txt): report on these runs only")
     a = ap.parse_args(argv)
     if not os.path.isdir(a.results):
         sys.exit(f"report: {a.results} is not a directory (expected results/<config>)")
     with open(a.out, "w") as f:
-        f.write(render(a.results))
+        f.write(render(a.results, read_run_list(a.runs) if a.runs else None))
     print(f"wrote {a.out}")
 
 

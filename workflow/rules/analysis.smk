@@ -1,5 +1,6 @@
 # Analysis reads only run directories (docs/contracts.md): extraction per run, then the R metrics and
-# figures over all runs of the config, then the verdict table and the report.
+# figures over the runs of the config (the list analysis-runs.txt names them), then the verdict table and
+# the report. Every name on a command line is quoted ({...:q}): RESULTS may be a directory anywhere.
 
 rule extract:
     input:
@@ -9,35 +10,59 @@ rule extract:
         run=f"{RESULTS}/tables/{{run_id}}/run.csv",
         persistent=f"{RESULTS}/tables/{{run_id}}/persistent.csv",
         packets=f"{RESULTS}/tables/{{run_id}}/packets.csv.gz",
+    params:
+        out=f"{RESULTS}/tables/{{run_id}}",
     log:
         f"{RESULTS}/logs/extract-{{run_id}}.log",
     shell:
-        "{PY} -m analysis.extract --run {input} --out $(dirname {output.flows}) > {log} 2>&1"
+        "{PY:q} -m analysis.extract --run {input:q} --out {params.out:q} > {log:q} 2>&1"
+
+
+# The runs the R scripts and the report read, one id a line: exactly the config's (or the analysed
+# bundle's) runs, so tables left in RESULTS/tables by runs the config no longer has are not pooled in.
+# Written by Python, not a shell line; the ids are a param, so a config whose matrix changed rewrites it.
+rule analysis_runs:
+    input:
+        expand(f"{RESULTS}/tables/{{run_id}}/flows.csv", run_id=sorted(RUNS)),
+    output:
+        f"{RESULTS}/analysis-runs.txt",
+    params:
+        ids=sorted(RUNS),
+    run:
+        Path(output[0]).write_text("".join(f"{r}\n" for r in params.ids))
 
 
 # The figures, and beside them the AQM ranking (figures/ranking.csv, R/ranking_lib.R): inside the rule's
 # declared directory, so the report rule that reads it depends on it.
 rule figures:
     input:
-        expand(f"{RESULTS}/tables/{{run_id}}/flows.csv", run_id=sorted(RUNS)),
+        tables=expand(f"{RESULTS}/tables/{{run_id}}/flows.csv", run_id=sorted(RUNS)),
+        runs=f"{RESULTS}/analysis-runs.txt",
     output:
         directory(f"{RESULTS}/figures"),
+    params:
+        tables=f"{RESULTS}/tables",
+        ranking=f"{RESULTS}/figures/ranking.csv",
     log:
         f"{RESULTS}/logs/figures.log",
     shell:
-        "Rscript analysis/R/figures.R --tables {RESULTS}/tables --out {output} > {log} 2>&1"
-        " && Rscript analysis/R/ranking.R --tables {RESULTS}/tables --out {output}/ranking.csv >> {log} 2>&1"
+        "Rscript analysis/R/figures.R --tables {params.tables:q} --runs {input.runs:q} --out {output:q} > {log:q} 2>&1"
+        " && Rscript analysis/R/ranking.R --tables {params.tables:q} --runs {input.runs:q}"
+        " --out {params.ranking:q} >> {log:q} 2>&1"
 
 
 rule verdict:
     input:
-        expand(f"{RESULTS}/tables/{{run_id}}/flows.csv", run_id=sorted(RUNS)),
+        tables=expand(f"{RESULTS}/tables/{{run_id}}/flows.csv", run_id=sorted(RUNS)),
+        runs=f"{RESULTS}/analysis-runs.txt",
     output:
         f"{RESULTS}/verdict.csv",
+    params:
+        tables=f"{RESULTS}/tables",
     log:
         f"{RESULTS}/logs/verdict.log",
     shell:
-        "Rscript analysis/R/verdict.R --tables {RESULTS}/tables --out {output} > {log} 2>&1"
+        "Rscript analysis/R/verdict.R --tables {params.tables:q} --runs {input.runs:q} --out {output:q} > {log:q} 2>&1"
 
 
 rule report:
@@ -45,9 +70,13 @@ rule report:
         figures=f"{RESULTS}/figures",
         verdict=f"{RESULTS}/verdict.csv",
         runs=expand(f"{RESULTS}/runs/{{run_id}}", run_id=sorted(RUNS)),
+        run_list=f"{RESULTS}/analysis-runs.txt",
     output:
         report=REPORT,
+    params:
+        results=RESULTS,
     log:
         f"{RESULTS}/logs/report.log",
     shell:
-        "{PY} -m analysis.report --results {RESULTS} --out {output.report} > {log} 2>&1"
+        "{PY:q} -m analysis.report --results {params.results:q} --runs {input.run_list:q} --out {output.report:q}"
+        " > {log:q} 2>&1"

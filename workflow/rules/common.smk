@@ -1,7 +1,9 @@
+import re
 import sys
 from pathlib import Path
 
 from orchestrate import experiment
+from orchestrate.bundle import RUN_ID_PATTERN
 
 # `./favorlab analyse` (orchestrate/bundle.py) runs the analysis rules alone on a results directory made
 # elsewhere (an unpacked bundle): `--config analyse_results=DIR` and no config file. Its finished run
@@ -10,7 +12,9 @@ from orchestrate import experiment
 ANALYSE_RESULTS = config.get("analyse_results")
 if ANALYSE_RESULTS:
     RESULTS = str(ANALYSE_RESULTS)
-    RUNS = {d.name: None for d in sorted(Path(RESULTS, "runs").iterdir()) if (d / "DONE").is_file()}
+    # orchestrate/bundle.py has refused any other name before; a directory that is not a run id is no run
+    RUNS = {d.name: None for d in sorted(Path(RESULTS, "runs").iterdir())
+            if re.fullmatch(RUN_ID_PATTERN, d.name) and not d.is_symlink() and (d / "DONE").is_file()}
 else:
     _sources = [str(p) for p in getattr(workflow, "overwrite_configfiles", [])] or ["config"]
     try:
@@ -28,8 +32,10 @@ else:
 PY = sys.executable
 REPORT = f"{RESULTS}/report.html"
 
+# Every name the rules put on a command line goes through Snakemake's quoting ({input:q}, {output:q}, ...):
+# RESULTS is wherever `./favorlab analyse` unpacked a bundle, which may hold spaces or shell metacharacters.
 wildcard_constraints:
-    run_id="[A-Za-z0-9.-]+_[a-z0-9_-]+_load[0-9.]+_iw[0-9]+_rep[0-9]+",
+    run_id=RUN_ID_PATTERN,
     sched="[A-Za-z0-9.-]+_load[0-9.]+_rep[0-9]+",
 
 

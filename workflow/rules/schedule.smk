@@ -14,8 +14,9 @@ rule schedule:
     output:
         f"{RESULTS}/schedules/{{sched}}.csv",
     params:
-        args=_schedule_args,
+        args=_schedule_args,     # already shell-quoted (shlex.join)
+        tmp=lambda wc, output: f"{output[0]}.tmp",
     log:
         f"{RESULTS}/logs/schedule-{{sched}}.log",
     shell:
-        "{PY} -m workloads.schedule {params.args} --out {output}.tmp > {log} 2>&1 && mv {output}.tmp {output}"
+        "{PY:q} -m workloads.schedule {params.args} --out {params.tmp:q} > {log:q} 2>&1 && mv {params.tmp:q} {output:q}"
