@@ -53,10 +53,12 @@ static inline struct favor_skb_cb *favor_skb_cb(struct sk_buff *skb)
 #include "favor_trace.h"
 
 struct favor_sched_data {
+	struct favorlab_mem mem;	/* first, where sch_favorlab.h's helpers find it */
 	struct favor_core core;
 	siphash_key_t perturbation;	/* flow hash key, drawn at init */
 	u8 flowkey;		/* enum favor_flowkey */
 };
+FAVORLAB_MEM_FIRST(struct favor_sched_data, mem);
 
 static const struct nla_policy favor_policy[TCA_FAVOR_MAX + 1] = {
 	/* strict from the first attribute: a wrong length or an unknown type is refused, not logged and taken */
@@ -66,6 +68,7 @@ static const struct nla_policy favor_policy[TCA_FAVOR_MAX + 1] = {
 	[TCA_FAVOR_FLOWKEY]	= { .type = NLA_U8 },
 	[TCA_FAVOR_BUCKETS]	= { .type = NLA_U32 },
 	[TCA_FAVOR_FAVORED_BURST] = { .type = NLA_U32 },
+	[TCA_FAVOR_MEMORY_LIMIT] = { .type = NLA_U32 },
 };
 
 static u32 favor_bucket(const struct favor_sched_data *q, const struct flow_keys *k)
@@ -94,6 +97,8 @@ static int favor_enqueue_one(struct sk_buff *skb, struct Qdisc *sch, struct sk_b
 	struct flow_keys keys;
 	enum favor_verdict v;
 
+	if (favorlab_over_memory(sch, skb))
+		return favorlab_drop_over_memory(sch, skb, to_free);
 	favorlab_dissect(skb, &keys);
 	v = favor_core_enqueue(&q->core, skb, favor_bucket(q, &keys), &victim);
 	if (victim) {
@@ -103,12 +108,8 @@ static int favor_enqueue_one(struct sk_buff *skb, struct Qdisc *sch, struct sk_b
 	}
 	if (tracing)
 		favor_trace(sch, skb, &keys, v);
-	if (v == FAVOR_VERDICT_FAVORED || v == FAVOR_VERDICT_STANDARD) {
-		if (!victim)
-			sch->q.qlen++;
-		qdisc_qstats_backlog_inc(sch, skb);
-		return NET_XMIT_SUCCESS;
-	}
+	if (v == FAVOR_VERDICT_FAVORED || v == FAVOR_VERDICT_STANDARD)
+		return favorlab_queued(sch, skb, victim);
 	return qdisc_drop(skb, sch, to_free);
 }
 
@@ -172,6 +173,9 @@ static int favor_parse(struct Qdisc *sch, struct nlattr *opt, struct nlattr **tb
 			return -EINVAL;
 		}
 	}
+	err = favorlab_check_memory_limit(tb[TCA_FAVOR_MEMORY_LIMIT], "favor", extack);
+	if (err)
+		return err;
 	if (tb[TCA_FAVOR_FAVORED_BURST] &&
 	    nla_get_u32(tb[TCA_FAVOR_FAVORED_BURST]) > FAVOR_MAX_LIMIT) {
 		NL_SET_ERR_MSG_ATTR(extack, tb[TCA_FAVOR_FAVORED_BURST],
@@ -226,6 +230,8 @@ static void favor_apply(struct Qdisc *sch, struct nlattr **tb)
 		q->flowkey = nla_get_u8(tb[TCA_FAVOR_FLOWKEY]);
 	if (tb[TCA_FAVOR_FAVORED_BURST])
 		q->core.favored_burst = nla_get_u32(tb[TCA_FAVOR_FAVORED_BURST]);
+	if (tb[TCA_FAVOR_MEMORY_LIMIT])
+		q->mem.limit = nla_get_u32(tb[TCA_FAVOR_MEMORY_LIMIT]);
 }
 
 static int favor_change(struct Qdisc *sch, struct nlattr *opt, struct netlink_ext_ack *extack)
@@ -270,6 +276,7 @@ static int favor_init(struct Qdisc *sch, struct nlattr *opt, struct netlink_ext_
 	favor_core_init(&q->core, counts, buckets,
 			clamp_t(u32, READ_ONCE(qdisc_dev(sch)->tx_queue_len), 1, FAVOR_MAX_LIMIT), false);
 	q->flowkey = FAVOR_FLOWKEY_5TUPLE;
+	favorlab_mem_init(sch);
 	get_random_bytes(&q->perturbation, sizeof(q->perturbation));
 	favor_apply(sch, tb);
 	return 0;
@@ -296,7 +303,8 @@ static int favor_dump(struct Qdisc *sch, struct sk_buff *skb)
 	    nla_put_u8(skb, TCA_FAVOR_NOPUSHOUT, q->core.nopushout) ||
 	    nla_put_u8(skb, TCA_FAVOR_FLOWKEY, q->flowkey) ||
 	    nla_put_u32(skb, TCA_FAVOR_BUCKETS, q->core.buckets) ||
-	    nla_put_u32(skb, TCA_FAVOR_FAVORED_BURST, q->core.favored_burst))
+	    nla_put_u32(skb, TCA_FAVOR_FAVORED_BURST, q->core.favored_burst) ||
+	    nla_put_u32(skb, TCA_FAVOR_MEMORY_LIMIT, q->mem.limit))
 		goto nla_put_failure;
 	return nla_nest_end(skb, opts);
 
@@ -323,6 +331,8 @@ static int favor_dump_stats(struct Qdisc *sch, struct gnet_dump *d)
 	st.flows = q->core.flows;
 	st.favored_qlen = skb_queue_len(&q->core.favored);
 	st.demoted = q->core.c.demoted;
+	st.drop_memory = q->mem.drops;
+	st.memory_usage = q->mem.usage;
 	sch_tree_unlock(sch);
 
 	return gnet_stats_copy_app(d, &st, sizeof(st));

@@ -53,15 +53,18 @@ static inline struct las_skb_cb *las_skb_cb(const struct sk_buff *skb)
 #include "las_core.h"
 
 struct las_sched_data {
+	struct favorlab_mem mem;	/* first, where sch_favorlab.h's helpers find it */
 	struct las_core core;
 	siphash_key_t perturbation;	/* flow hash key, drawn at init */
 };
+FAVORLAB_MEM_FIRST(struct las_sched_data, mem);
 
 static const struct nla_policy las_policy[TCA_LAS_MAX + 1] = {
 	/* a new qdisc: every attribute must have its exact size */
 	[TCA_LAS_UNSPEC]	= { .strict_start_type = TCA_LAS_LIMIT },
 	[TCA_LAS_LIMIT]		= { .type = NLA_U32 },
 	[TCA_LAS_BUCKETS]	= { .type = NLA_U32 },
+	[TCA_LAS_MEMORY_LIMIT]	= { .type = NLA_U32 },
 };
 
 static int las_enqueue(struct sk_buff *skb, struct Qdisc *sch, struct sk_buff **to_free)
@@ -72,17 +75,15 @@ static int las_enqueue(struct sk_buff *skb, struct Qdisc *sch, struct sk_buff **
 	enum las_verdict v;
 	u32 hash;
 
+	if (favorlab_over_memory(sch, skb))
+		return favorlab_drop_over_memory(sch, skb, to_free);
 	favorlab_dissect(skb, &keys);
 	hash = favorlab_flow_hash(&keys, FAVOR_FLOWKEY_5TUPLE, &q->perturbation);
 	v = las_core_enqueue(&q->core, skb, reciprocal_scale(hash, q->core.buckets), hash, &victim);
 	if (victim)
 		favorlab_drop_queued(sch, victim, to_free);
-	if (v == LAS_VERDICT_ENQUEUED) {
-		if (!victim)
-			sch->q.qlen++;
-		qdisc_qstats_backlog_inc(sch, skb);
-		return NET_XMIT_SUCCESS;
-	}
+	if (v == LAS_VERDICT_ENQUEUED)
+		return favorlab_queued(sch, skb, victim);
 	return qdisc_drop(skb, sch, to_free);
 }
 
@@ -129,6 +130,9 @@ static int las_parse(struct Qdisc *sch, struct nlattr *opt, struct nlattr **tb, 
 	err = nla_parse_nested(tb, TCA_LAS_MAX, opt, las_policy, extack);
 	if (err < 0)
 		return err;
+	err = favorlab_check_memory_limit(tb[TCA_LAS_MEMORY_LIMIT], "las", extack);
+	if (err)
+		return err;
 	if (tb[TCA_LAS_LIMIT]) {
 		u32 limit = nla_get_u32(tb[TCA_LAS_LIMIT]);
 
@@ -170,6 +174,8 @@ static int las_change(struct Qdisc *sch, struct nlattr *opt, struct netlink_ext_
 	sch_tree_lock(sch);
 	if (tb[TCA_LAS_LIMIT])
 		q->core.limit = nla_get_u32(tb[TCA_LAS_LIMIT]);
+	if (tb[TCA_LAS_MEMORY_LIMIT])
+		q->mem.limit = nla_get_u32(tb[TCA_LAS_MEMORY_LIMIT]);
 	favorlab_trim(sch, las_core_trim_one(&q->core));
 	sch_tree_unlock(sch);
 	return 0;
@@ -204,6 +210,9 @@ static int las_init(struct Qdisc *sch, struct nlattr *opt, struct netlink_ext_ac
 	}
 	/* heap[LAS_SERVE] is the start of the heaps' allocation (las_destroy frees it) */
 	las_core_init(&q->core, tab, heaps, heaps + buckets, buckets, limit);
+	favorlab_mem_init(sch);
+	if (tb[TCA_LAS_MEMORY_LIMIT])
+		q->mem.limit = nla_get_u32(tb[TCA_LAS_MEMORY_LIMIT]);
 	get_random_bytes(&q->perturbation, sizeof(q->perturbation));
 	return 0;
 }
@@ -229,7 +238,8 @@ static int las_dump(struct Qdisc *sch, struct sk_buff *skb)
 	if (!opts)
 		goto nla_put_failure;
 	if (nla_put_u32(skb, TCA_LAS_LIMIT, q->core.limit) ||
-	    nla_put_u32(skb, TCA_LAS_BUCKETS, q->core.buckets))
+	    nla_put_u32(skb, TCA_LAS_BUCKETS, q->core.buckets) ||
+	    nla_put_u32(skb, TCA_LAS_MEMORY_LIMIT, q->mem.limit))
 		goto nla_put_failure;
 	return nla_nest_end(skb, opts);
 
@@ -253,6 +263,8 @@ static int las_dump_stats(struct Qdisc *sch, struct gnet_dump *d)
 	st.drop_limit = q->core.c.drop_limit;
 	st.flow_resets = q->core.c.flow_resets;
 	st.flows = q->core.active;
+	st.drop_memory = q->mem.drops;
+	st.memory_usage = q->mem.usage;
 	sch_tree_unlock(sch);
 
 	return gnet_stats_copy_app(d, &st, sizeof(st));

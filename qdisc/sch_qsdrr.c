@@ -43,9 +43,11 @@
 #include "qsdrr_core.h"
 
 struct qsdrr_sched_data {
+	struct favorlab_mem mem;	/* first, where sch_favorlab.h's helpers find it */
 	struct qsdrr_core core;
 	siphash_key_t perturbation;	/* flow hash key, drawn at init */
 };
+FAVORLAB_MEM_FIRST(struct qsdrr_sched_data, mem);
 
 static const struct nla_policy qsdrr_policy[TCA_QSDRR_MAX + 1] = {
 	/* a new qdisc: every attribute must have its exact size */
@@ -55,6 +57,7 @@ static const struct nla_policy qsdrr_policy[TCA_QSDRR_MAX + 1] = {
 	[TCA_QSDRR_QUANTUM]	= { .type = NLA_U32 },
 	[TCA_QSDRR_POLICY]	= NLA_POLICY_MAX(NLA_U32, QSDRR_POLICY_MAX),
 	[TCA_QSDRR_HALFLIFE]	= { .type = NLA_U32 },
+	[TCA_QSDRR_MEMORY_LIMIT] = { .type = NLA_U32 },
 };
 
 static int qsdrr_enqueue(struct sk_buff *skb, struct Qdisc *sch, struct sk_buff **to_free)
@@ -64,15 +67,14 @@ static int qsdrr_enqueue(struct sk_buff *skb, struct Qdisc *sch, struct sk_buff 
 	struct flow_keys keys;
 	u32 hash;
 
+	if (favorlab_over_memory(sch, skb))
+		return favorlab_drop_over_memory(sch, skb, to_free);
 	favorlab_dissect(skb, &keys);
 	hash = favorlab_flow_hash(&keys, FAVOR_FLOWKEY_5TUPLE, &q->perturbation);
 	victim = qsdrr_core_enqueue(&q->core, skb, reciprocal_scale(hash, q->core.buckets));
 	if (victim)
 		favorlab_drop_queued(sch, victim, to_free);
-	else
-		sch->q.qlen++;
-	qdisc_qstats_backlog_inc(sch, skb);
-	return NET_XMIT_SUCCESS;
+	return favorlab_queued(sch, skb, victim);
 }
 
 static struct sk_buff *qsdrr_dequeue(struct Qdisc *sch)
@@ -124,6 +126,9 @@ static int qsdrr_parse(struct Qdisc *sch, struct nlattr *opt, struct nlattr **tb
 	 */
 	err = nla_parse_nested(tb, TCA_QSDRR_MAX, opt, qsdrr_policy, extack);
 	if (err < 0)
+		return err;
+	err = favorlab_check_memory_limit(tb[TCA_QSDRR_MEMORY_LIMIT], "qsdrr", extack);
+	if (err)
 		return err;
 	if (tb[TCA_QSDRR_LIMIT]) {
 		u32 limit = nla_get_u32(tb[TCA_QSDRR_LIMIT]);
@@ -198,6 +203,8 @@ static int qsdrr_change(struct Qdisc *sch, struct nlattr *opt, struct netlink_ex
 		q->core.limit = nla_get_u32(tb[TCA_QSDRR_LIMIT]);
 	if (tb[TCA_QSDRR_QUANTUM])
 		q->core.quantum = nla_get_u32(tb[TCA_QSDRR_QUANTUM]);
+	if (tb[TCA_QSDRR_MEMORY_LIMIT])
+		q->mem.limit = nla_get_u32(tb[TCA_QSDRR_MEMORY_LIMIT]);
 	favorlab_trim(sch, qsdrr_core_trim_one(&q->core));
 	sch_tree_unlock(sch);
 	return 0;
@@ -240,6 +247,9 @@ static int qsdrr_init(struct Qdisc *sch, struct nlattr *opt, struct netlink_ext_
 			qsdrr_get(tb, TCA_QSDRR_LIMIT, limit), qsdrr_get(tb, TCA_QSDRR_QUANTUM, quantum),
 			qsdrr_get(tb, TCA_QSDRR_POLICY, QSDRR_POLICY_QSDRR),
 			(u64)halflife_us * NSEC_PER_USEC);
+	favorlab_mem_init(sch);
+	if (tb[TCA_QSDRR_MEMORY_LIMIT])
+		q->mem.limit = nla_get_u32(tb[TCA_QSDRR_MEMORY_LIMIT]);
 	get_random_bytes(&q->perturbation, sizeof(q->perturbation));
 	return 0;
 }
@@ -268,7 +278,8 @@ static int qsdrr_dump(struct Qdisc *sch, struct sk_buff *skb)
 	    nla_put_u32(skb, TCA_QSDRR_BUCKETS, q->core.buckets) ||
 	    nla_put_u32(skb, TCA_QSDRR_QUANTUM, q->core.quantum) ||
 	    nla_put_u32(skb, TCA_QSDRR_POLICY, q->core.policy) ||
-	    nla_put_u32(skb, TCA_QSDRR_HALFLIFE, (u32)div_u64(q->core.halflife_ns, NSEC_PER_USEC)))
+	    nla_put_u32(skb, TCA_QSDRR_HALFLIFE, (u32)div_u64(q->core.halflife_ns, NSEC_PER_USEC)) ||
+	    nla_put_u32(skb, TCA_QSDRR_MEMORY_LIMIT, q->mem.limit))
 		goto nla_put_failure;
 	return nla_nest_end(skb, opts);
 
@@ -296,6 +307,8 @@ static int qsdrr_dump_stats(struct Qdisc *sch, struct gnet_dump *d)
 	st.q_kept = c->q_kept;
 	st.rescales = c->rescales;
 	st.flows = q->core.active;
+	st.drop_memory = q->mem.drops;
+	st.memory_usage = q->mem.usage;
 	sch_tree_unlock(sch);
 
 	return gnet_stats_copy_app(d, &st, sizeof(st));

@@ -71,10 +71,12 @@ struct riops_opts {
 };
 
 struct riops_sched_data {
+	struct favorlab_mem mem;	/* first, where sch_favorlab.h's helpers find it */
 	struct riops_core core;
 	struct riops_opts opts;
 	siphash_key_t perturbation;	/* flow hash key, drawn at init */
 };
+FAVORLAB_MEM_FIRST(struct riops_sched_data, mem);
 
 static const struct nla_policy riops_policy[TCA_RIOPS_MAX + 1] = {
 	/* a new qdisc: every attribute must have its exact size */
@@ -95,6 +97,7 @@ static const struct nla_policy riops_policy[TCA_RIOPS_MAX + 1] = {
 	[TCA_RIOPS_LMAX]	= { .type = NLA_U32 },
 	[TCA_RIOPS_LPMAX]	= { .type = NLA_U32 },
 	[TCA_RIOPS_PAD]		= { .type = NLA_REJECT },
+	[TCA_RIOPS_MEMORY_LIMIT] = { .type = NLA_U32 },
 };
 
 /* the RED attributes in riops_opts.red's order */
@@ -126,6 +129,8 @@ static int riops_enqueue(struct sk_buff *skb, struct Qdisc *sch, struct sk_buff 
 	bool ect;
 	u32 hash;
 
+	if (favorlab_over_memory(sch, skb))
+		return favorlab_drop_over_memory(sch, skb, to_free);
 	favorlab_dissect(skb, &keys);
 	hash = favorlab_flow_hash(&keys, FAVOR_FLOWKEY_5TUPLE, &q->perturbation);
 	ect = q->core.ecn && riops_ect(skb);
@@ -137,9 +142,7 @@ static int riops_enqueue(struct sk_buff *skb, struct Qdisc *sch, struct sk_buff 
 		INET_ECN_set_ce(skb);
 		fallthrough;
 	case RIOPS_VERDICT_ENQUEUED:
-		sch->q.qlen++;
-		qdisc_qstats_backlog_inc(sch, skb);
-		return NET_XMIT_SUCCESS;
+		return favorlab_queued(sch, skb, false);
 	case RIOPS_VERDICT_DROP_LIMIT:
 		return qdisc_drop(skb, sch, to_free);
 	default:
@@ -207,6 +210,9 @@ static int riops_parse(struct nlattr *opt, struct nlattr **tb, struct riops_opts
 	 */
 	err = nla_parse_nested(tb, TCA_RIOPS_MAX, opt, riops_policy, extack);
 	if (err < 0)
+		return err;
+	err = favorlab_check_memory_limit(tb[TCA_RIOPS_MEMORY_LIMIT], "riops", extack);
+	if (err)
 		return err;
 	if (tb[TCA_RIOPS_BUCKETS]) {
 		u32 n = nla_get_u32(tb[TCA_RIOPS_BUCKETS]);
@@ -294,6 +300,8 @@ static int riops_change(struct Qdisc *sch, struct nlattr *opt, struct netlink_ex
 
 	sch_tree_lock(sch);
 	riops_apply(q, &o, false, tb[TCA_RIOPS_LT] || tb[TCA_RIOPS_FIXED]);
+	if (tb[TCA_RIOPS_MEMORY_LIMIT])
+		q->mem.limit = nla_get_u32(tb[TCA_RIOPS_MEMORY_LIMIT]);
 	favorlab_trim(sch, riops_core_trim_one(&q->core));
 	sch_tree_unlock(sch);
 	return 0;
@@ -329,6 +337,9 @@ static int riops_init(struct Qdisc *sch, struct nlattr *opt, struct netlink_ext_
 	}
 	riops_core_init(&q->core, tab, buckets, o.limit, ktime_get_ns());
 	riops_apply(q, &o, true, true);
+	favorlab_mem_init(sch);
+	if (tb[TCA_RIOPS_MEMORY_LIMIT])
+		q->mem.limit = nla_get_u32(tb[TCA_RIOPS_MEMORY_LIMIT]);
 	get_random_bytes(&q->perturbation, sizeof(q->perturbation));
 	return 0;
 }
@@ -360,7 +371,8 @@ static int riops_dump(struct Qdisc *sch, struct sk_buff *skb)
 	    nla_put_u32(skb, TCA_RIOPS_TU, o->tu) ||
 	    nla_put_u32(skb, TCA_RIOPS_TC, o->tc) ||
 	    nla_put_u8(skb, TCA_RIOPS_ECN, o->ecn) ||
-	    nla_put_u64_64bit(skb, TCA_RIOPS_BANDWIDTH, o->bandwidth, TCA_RIOPS_PAD))
+	    nla_put_u64_64bit(skb, TCA_RIOPS_BANDWIDTH, o->bandwidth, TCA_RIOPS_PAD) ||
+	    nla_put_u32(skb, TCA_RIOPS_MEMORY_LIMIT, q->mem.limit))
 		goto nla_put_failure;
 	for (i = 0; i < 2; i++)
 		for (j = 0; j < 3; j++)
@@ -399,6 +411,8 @@ static int riops_dump_stats(struct Qdisc *sch, struct gnet_dump *d)
 	st.active_short = c->active[RIOPS_SHORT];
 	st.active_long = c->active[RIOPS_LONG];
 	st.qlen_short = c->qshort;
+	st.drop_memory = q->mem.drops;
+	st.memory_usage = q->mem.usage;
 	sch_tree_unlock(sch);
 
 	return gnet_stats_copy_app(d, &st, sizeof(st));

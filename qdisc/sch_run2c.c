@@ -49,9 +49,11 @@ static inline struct run2c_skb_cb *run2c_skb_cb(struct sk_buff *skb)
 #include "run2c_core.h"
 
 struct run2c_sched_data {
+	struct favorlab_mem mem;	/* first, where sch_favorlab.h's helpers find it */
 	struct run2c_core core;
 	siphash_key_t perturbation;	/* flow hash key, drawn at init */
 };
+FAVORLAB_MEM_FIRST(struct run2c_sched_data, mem);
 
 static const struct nla_policy run2c_policy[TCA_RUN2C_MAX + 1] = {
 	/* strict from the first attribute: a wrong length or an unknown type is refused, not logged and taken */
@@ -60,6 +62,7 @@ static const struct nla_policy run2c_policy[TCA_RUN2C_MAX + 1] = {
 	[TCA_RUN2C_THRESHOLD]	= { .type = NLA_U32 },
 	[TCA_RUN2C_MSS]		= { .type = NLA_U32 },
 	[TCA_RUN2C_BUCKETS]	= { .type = NLA_U32 },
+	[TCA_RUN2C_MEMORY_LIMIT] = { .type = NLA_U32 },
 };
 
 /* The flow (5-tuple hash: tag and bucket) and the TCP header fields the class depends on. */
@@ -88,16 +91,14 @@ static int run2c_enqueue(struct sk_buff *skb, struct Qdisc *sch, struct sk_buff 
 	enum favor_verdict v;
 	u32 bucket;
 
+	if (favorlab_over_memory(sch, skb))
+		return favorlab_drop_over_memory(sch, skb, to_free);
 	bucket = run2c_read(q, skb, &p);
 	v = run2c_core_enqueue(&q->core, skb, bucket, &p, &victim);
 	if (victim)
 		favorlab_drop_queued(sch, victim, to_free);
-	if (v == FAVOR_VERDICT_FAVORED || v == FAVOR_VERDICT_STANDARD) {
-		if (!victim)
-			sch->q.qlen++;
-		qdisc_qstats_backlog_inc(sch, skb);
-		return NET_XMIT_SUCCESS;
-	}
+	if (v == FAVOR_VERDICT_FAVORED || v == FAVOR_VERDICT_STANDARD)
+		return favorlab_queued(sch, skb, victim);
 	return qdisc_drop(skb, sch, to_free);
 }
 
@@ -148,6 +149,9 @@ static int run2c_parse(struct Qdisc *sch, struct nlattr *opt, struct nlattr **tb
 	err = nla_parse_nested(tb, TCA_RUN2C_MAX, opt, run2c_policy, extack);
 	if (err < 0)
 		return err;
+	err = favorlab_check_memory_limit(tb[TCA_RUN2C_MEMORY_LIMIT], "run2c", extack);
+	if (err)
+		return err;
 	if (tb[TCA_RUN2C_LIMIT] && !run2c_in(tb[TCA_RUN2C_LIMIT], 1, RUN2C_MAX_LIMIT)) {
 		NL_SET_ERR_MSG_ATTR(extack, tb[TCA_RUN2C_LIMIT],
 				    "run2c: limit must be 1 to 1048576 packets");
@@ -189,6 +193,8 @@ static void run2c_apply(struct Qdisc *sch, struct nlattr **tb)
 		q->core.threshold = nla_get_u32(tb[TCA_RUN2C_THRESHOLD]);
 	if (tb[TCA_RUN2C_MSS])
 		q->core.mss = nla_get_u32(tb[TCA_RUN2C_MSS]);
+	if (tb[TCA_RUN2C_MEMORY_LIMIT])
+		q->mem.limit = nla_get_u32(tb[TCA_RUN2C_MEMORY_LIMIT]);
 }
 
 static int run2c_change(struct Qdisc *sch, struct nlattr *opt, struct netlink_ext_ack *extack)
@@ -237,6 +243,7 @@ static int run2c_init(struct Qdisc *sch, struct nlattr *opt, struct netlink_ext_
 	run2c_core_init(&q->core, counts, flows, buckets,
 			clamp_t(u32, READ_ONCE(qdisc_dev(sch)->tx_queue_len), 1, RUN2C_MAX_LIMIT),
 			RUN2C_DEFAULT_THRESHOLD, RUN2C_DEFAULT_MSS);
+	favorlab_mem_init(sch);
 	get_random_bytes(&q->perturbation, sizeof(q->perturbation));
 	run2c_apply(sch, tb);
 	return 0;
@@ -264,7 +271,8 @@ static int run2c_dump(struct Qdisc *sch, struct sk_buff *skb)
 	if (nla_put_u32(skb, TCA_RUN2C_LIMIT, q->core.q.limit) ||
 	    nla_put_u32(skb, TCA_RUN2C_THRESHOLD, q->core.threshold) ||
 	    nla_put_u32(skb, TCA_RUN2C_MSS, q->core.mss) ||
-	    nla_put_u32(skb, TCA_RUN2C_BUCKETS, q->core.q.buckets))
+	    nla_put_u32(skb, TCA_RUN2C_BUCKETS, q->core.q.buckets) ||
+	    nla_put_u32(skb, TCA_RUN2C_MEMORY_LIMIT, q->mem.limit))
 		goto nla_put_failure;
 	return nla_nest_end(skb, opts);
 
@@ -294,6 +302,8 @@ static int run2c_dump_stats(struct Qdisc *sch, struct gnet_dump *d)
 	st.no_tcp = q->core.c.no_tcp;
 	st.high_qlen = skb_queue_len(&c->favored);
 	st.low_qlen = skb_queue_len(&c->standard);
+	st.drop_memory = q->mem.drops;
+	st.memory_usage = q->mem.usage;
 	sch_tree_unlock(sch);
 
 	return gnet_stats_copy_app(d, &st, sizeof(st));

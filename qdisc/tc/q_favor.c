@@ -26,20 +26,21 @@ static void explain(void)
 	fprintf(stderr,
 		"Usage: ... favor [ limit PACKETS ] [ nopushout | pushout ]\n"
 		"                 [ flowkey { 5tuple | addrs | dst | src } ] [ buckets NUMBER ]\n"
-		"                 [ favored_burst PACKETS ]\n"
+		"                 [ favored_burst PACKETS ] [ memory_limit BYTES ]\n"
 		"  limit     queue limit in packets (default: the device's txqueuelen)\n"
 		"  nopushout FavourTail: a favored arrival to a full queue is dropped\n"
 		"  pushout   FavorQueue (default): it pushes out the last standard packet\n"
 		"  flowkey   what identifies a flow (default 5tuple; set at creation only)\n"
 		"  buckets   flow hash table size, a power of two (default 1024; at creation only)\n"
 		"  favored_burst  at most this many favored packets served while a standard packet\n"
-		"            waits; 0 (default) is off, Algorithm 1 as published\n");
+		"            waits; 0 (default) is off, Algorithm 1 as published\n"
+		"  memory_limit  bytes of packet memory (skb truesize) queued at most, e.g. 32mb (the default)\n");
 }
 
 static int favor_parse_opt(struct qdisc_util *qu, int argc, char **argv, struct nlmsghdr *n,
 			   const char *dev)
 {
-	unsigned int limit = 0, buckets = 0, burst = 0;
+	unsigned int limit = 0, buckets = 0, burst = 0, memory_limit = 0;
 	int nopushout = -1, flowkey = -1, burst_set = 0;
 	struct rtattr *tail;
 	unsigned int i;
@@ -63,6 +64,9 @@ static int favor_parse_opt(struct qdisc_util *qu, int argc, char **argv, struct 
 				return -1;
 			}
 			burst_set = 1;
+		} else if (strcmp(*argv, "memory_limit") == 0) {
+			if (favorlab_parse_memory_limit("favor", --argc ? *++argv : NULL, &memory_limit))
+				return -1;
 		} else if (strcmp(*argv, "nopushout") == 0) {
 			nopushout = 1;
 		} else if (strcmp(*argv, "pushout") == 0) {
@@ -105,6 +109,8 @@ static int favor_parse_opt(struct qdisc_util *qu, int argc, char **argv, struct 
 		addattr_l(n, FAVOR_MAXLEN, TCA_FAVOR_BUCKETS, &buckets, sizeof(buckets));
 	if (burst_set)
 		addattr_l(n, FAVOR_MAXLEN, TCA_FAVOR_FAVORED_BURST, &burst, sizeof(burst));
+	if (memory_limit)
+		addattr_l(n, FAVOR_MAXLEN, TCA_FAVOR_MEMORY_LIMIT, &memory_limit, sizeof(memory_limit));
 	if (nopushout >= 0) {
 		__u8 v = nopushout;
 
@@ -148,6 +154,7 @@ static int favor_print_opt(struct qdisc_util *qu, FILE *f, struct rtattr *opt)
 	if (tb[TCA_FAVOR_FAVORED_BURST] && RTA_PAYLOAD(tb[TCA_FAVOR_FAVORED_BURST]) >= sizeof(__u32))
 		print_color_uint(PRINT_ANY, COLOR_NONE, "favored_burst", "favored_burst %u ",
 				 *(__u32 *)RTA_DATA(tb[TCA_FAVOR_FAVORED_BURST]));
+	favorlab_print_memory_limit(tb[TCA_FAVOR_MEMORY_LIMIT]);
 	return 0;
 }
 
@@ -170,6 +177,7 @@ static int favor_print_xstats(struct qdisc_util *qu, FILE *f, struct rtattr *xst
 	print_color_uint(PRINT_ANY, COLOR_NONE, "flows", "  flows %u", st.flows);
 	print_color_uint(PRINT_ANY, COLOR_NONE, "favored_qlen", " favored_qlen %u", st.favored_qlen);
 	print_color_u64(PRINT_ANY, COLOR_NONE, "demoted", " demoted %llu", st.demoted);
+	favorlab_print_memory_xstats(st.drop_memory, st.memory_usage);
 	return 0;
 }
 

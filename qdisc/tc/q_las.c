@@ -17,15 +17,16 @@
 static void explain(void)
 {
 	fprintf(stderr,
-		"Usage: ... las [ limit PACKETS ] [ buckets NUMBER ]\n"
+		"Usage: ... las [ limit PACKETS ] [ buckets NUMBER ] [ memory_limit BYTES ]\n"
 		"  limit     queue limit in packets (default: the device's txqueuelen)\n"
-		"  buckets   flow hash table size, a power of two (default 1024; at creation only)\n");
+		"  buckets   flow hash table size, a power of two (default 1024; at creation only)\n"
+		"  memory_limit  bytes of packet memory (skb truesize) queued at most, e.g. 32mb (the default)\n");
 }
 
 static int las_parse_opt(struct qdisc_util *qu, int argc, char **argv, struct nlmsghdr *n,
 			 const char *dev)
 {
-	unsigned int limit = 0, buckets = 0;
+	unsigned int limit = 0, buckets = 0, memory_limit = 0;
 	struct rtattr *tail;
 
 	(void)qu; (void)dev;
@@ -41,6 +42,9 @@ static int las_parse_opt(struct qdisc_util *qu, int argc, char **argv, struct nl
 				fprintf(stderr, "las: \"buckets\" needs a power of two >= 1\n");
 				return -1;
 			}
+		} else if (strcmp(*argv, "memory_limit") == 0) {
+			if (favorlab_parse_memory_limit("las", --argc ? *++argv : NULL, &memory_limit))
+				return -1;
 		} else if (strcmp(*argv, "help") == 0) {
 			explain();
 			return -1;
@@ -58,6 +62,8 @@ static int las_parse_opt(struct qdisc_util *qu, int argc, char **argv, struct nl
 		addattr_l(n, LAS_MAXLEN, TCA_LAS_LIMIT, &limit, sizeof(limit));
 	if (buckets)
 		addattr_l(n, LAS_MAXLEN, TCA_LAS_BUCKETS, &buckets, sizeof(buckets));
+	if (memory_limit)
+		addattr_l(n, LAS_MAXLEN, TCA_LAS_MEMORY_LIMIT, &memory_limit, sizeof(memory_limit));
 	addattr_nest_end(n, tail);
 	return 0;
 }
@@ -76,6 +82,7 @@ static int las_print_opt(struct qdisc_util *qu, FILE *f, struct rtattr *opt)
 	if (tb[TCA_LAS_BUCKETS] && RTA_PAYLOAD(tb[TCA_LAS_BUCKETS]) >= sizeof(__u32))
 		print_color_uint(PRINT_ANY, COLOR_NONE, "buckets", "buckets %u ",
 				 *(__u32 *)RTA_DATA(tb[TCA_LAS_BUCKETS]));
+	favorlab_print_memory_limit(tb[TCA_LAS_MEMORY_LIMIT]);
 	return 0;
 }
 
@@ -94,6 +101,7 @@ static int las_print_xstats(struct qdisc_util *qu, FILE *f, struct rtattr *xstat
 	print_nl();
 	print_color_u64(PRINT_ANY, COLOR_NONE, "flow_resets", "  flow_resets %llu", st.flow_resets);
 	print_color_uint(PRINT_ANY, COLOR_NONE, "flows", " flows %u", st.flows);
+	favorlab_print_memory_xstats(st.drop_memory, st.memory_usage);
 	return 0;
 }
 

@@ -25,14 +25,15 @@ static void explain(void)
 {
 	fprintf(stderr,
 		"Usage: ... qsdrr [ limit PACKETS ] [ buckets NUMBER ] [ quantum BYTES ]\n"
-		"                 [ policy { qsdrr | tdrr | drr } ] [ tdrr_halflife TIME ]\n"
+		"                 [ policy { qsdrr | tdrr | drr } ] [ tdrr_halflife TIME ] [ memory_limit BYTES ]\n"
 		"  limit          buffer size in packets, shared by all queues (default: the device's txqueuelen)\n"
 		"  buckets        flow queues, a power of two (default 1024; at creation only)\n"
 		"  quantum        DRR quantum, 256 to 1048576 bytes (default: the device's MTU)\n"
 		"  policy         which queue loses its front packet when the buffer is full (default qsdrr;\n"
 		"                 at creation only)\n"
 		"  tdrr_halflife  half-life of TDRR's throughput average, 1ms to 60s, e.g. 500ms\n"
-		"                 (default 1s; at creation only)\n");
+		"                 (default 1s; at creation only)\n"
+		"  memory_limit  bytes of packet memory (skb truesize) queued at most, e.g. 32mb (the default)\n");
 }
 
 /* TIME: a number with s, ms or us (no unit: us), into microseconds; -1 if invalid or out of range */
@@ -92,6 +93,8 @@ static int parse_value(const char *name, const char *v, unsigned int *out)
 		fprintf(stderr, "qsdrr: \"policy\" is qsdrr, tdrr or drr, not \"%s\"\n", v);
 		return -1;
 	}
+	if (strcmp(name, "memory_limit") == 0)
+		return favorlab_parse_memory_limit("qsdrr", v, out);
 	us = parse_halflife(v);
 	if (us < 0) {
 		fprintf(stderr, "qsdrr: \"tdrr_halflife\" needs a time from 1ms to 60s, e.g. 500ms\n");
@@ -113,6 +116,8 @@ static int option_attr(const char *name)
 		return TCA_QSDRR_POLICY;
 	if (strcmp(name, "tdrr_halflife") == 0)
 		return TCA_QSDRR_HALFLIFE;
+	if (strcmp(name, "memory_limit") == 0)
+		return TCA_QSDRR_MEMORY_LIMIT;
 	return 0;
 }
 
@@ -187,6 +192,7 @@ static int qsdrr_print_opt(struct qdisc_util *qu, FILE *f, struct rtattr *opt)
 		print_color_uint(PRINT_ANY, COLOR_NONE, "quantum", "quantum %u ", v);
 	if (get_u32_attr(tb, TCA_QSDRR_HALFLIFE, &v))
 		print_color_uint(PRINT_ANY, COLOR_NONE, "tdrr_halflife_us", "tdrr_halflife %uus ", v);
+	favorlab_print_memory_limit(tb[TCA_QSDRR_MEMORY_LIMIT]);
 	return 0;
 }
 
@@ -211,6 +217,7 @@ static int qsdrr_print_xstats(struct qdisc_util *qu, FILE *f, struct rtattr *xst
 	print_color_u64(PRINT_ANY, COLOR_NONE, "q_reselect", " q_reselect %llu", st.q_reselect);
 	print_color_u64(PRINT_ANY, COLOR_NONE, "q_kept", " q_kept %llu", st.q_kept);
 	print_color_u64(PRINT_ANY, COLOR_NONE, "rescales", " rescales %llu", st.rescales);
+	favorlab_print_memory_xstats(st.drop_memory, st.memory_usage);
 	return 0;
 }
 

@@ -26,6 +26,7 @@ static void explain(void)
 		"Usage: ... riops [ limit PACKETS ] [ buckets NUMBER ] [ lt PACKETS ] [ fixed | adaptive ]\n"
 		"                 [ slr NUMBER ] [ tu TIME ] [ tc TIME ] [ ecn | noecn ] [ bandwidth RATE ]\n"
 		"                 [ smin F ] [ smax F ] [ spmax F ] [ lmin F ] [ lmax F ] [ lpmax F ]\n"
+		"                 [ memory_limit BYTES ]\n"
 		"  limit     the buffer B in packets (default: the device's txqueuelen)\n"
 		"  buckets   flow table size, a power of two to 65536 (default 1024; at creation only)\n"
 		"  lt        L_t: a flow's first lt packets are Short (default 20)\n"
@@ -36,7 +37,8 @@ static void explain(void)
 		"  ecn       mark ECT packets CE instead of an early drop (default); noecn: drop\n"
 		"  bandwidth the link rate, for the averages' decay when idle (default 10Mbit)\n"
 		"  smin/smax/spmax, lmin/lmax/lpmax  Short and Long RED: min_th and max_th as fractions\n"
-		"            of limit, P_max (default 0.15 0.35 0.05, 0.15 0.5 0.1)\n");
+		"            of limit, P_max (default 0.15 0.35 0.05, 0.15 0.5 0.1)\n"
+		"  memory_limit  bytes of packet memory (skb truesize) queued at most, e.g. 32mb (the default)\n");
 }
 
 /* options given once each: their bit in a mask */
@@ -63,7 +65,7 @@ static int get_ppm(__u32 *ppm, const char *arg, int pmax)
 static int riops_parse_opt(struct qdisc_util *qu, int argc, char **argv, struct nlmsghdr *n,
 			   const char *dev)
 {
-	unsigned int limit = 0, buckets = 0, lt = 0, slr = 0, tu = 0, tc = 0, seen = 0;
+	unsigned int limit = 0, buckets = 0, lt = 0, slr = 0, tu = 0, tc = 0, seen = 0, memory_limit = 0;
 	__u32 red[2][3];
 	__u8 fixed = 0, ecn = 0;
 	__u64 bw = 0;
@@ -78,6 +80,17 @@ static int riops_parse_opt(struct qdisc_util *qu, int argc, char **argv, struct 
 		if (strcmp(o, "help") == 0) {
 			explain();
 			return -1;
+		}
+		if (strcmp(o, "memory_limit") == 0) {
+			if (memory_limit) {
+				fprintf(stderr, "riops: \"memory_limit\" given twice: keep one\n");
+				return -1;
+			}
+			if (favorlab_parse_memory_limit("riops", argc > 1 ? argv[1] : NULL, &memory_limit))
+				return -1;
+			argc--;
+			argv++;
+			continue;
 		}
 		if (strcmp(o, "fixed") == 0 || strcmp(o, "adaptive") == 0) {
 			bit = O_FIXED;
@@ -190,6 +203,8 @@ static int riops_parse_opt(struct qdisc_util *qu, int argc, char **argv, struct 
 		for (j = 0; j < 3; j++)
 			if (seen & (1u << (O_RED + 3 * i + j)))
 				addattr_l(n, RIOPS_MAXLEN, red_attrs[i][j], &red[i][j], sizeof(__u32));
+	if (memory_limit)
+		addattr_l(n, RIOPS_MAXLEN, TCA_RIOPS_MEMORY_LIMIT, &memory_limit, sizeof(memory_limit));
 	addattr_nest_end(n, tail);
 	return 0;
 }
@@ -259,6 +274,7 @@ static int riops_print_opt(struct qdisc_util *qu, FILE *f, struct rtattr *opt)
 				print_color_float(PRINT_ANY, COLOR_NONE, red_names[i][j], fmt,
 						  (double)v / RIOPS_PPM);
 			}
+	favorlab_print_memory_limit(tb[TCA_RIOPS_MEMORY_LIMIT]);
 	return 0;
 }
 
@@ -293,6 +309,7 @@ static int riops_print_xstats(struct qdisc_util *qu, FILE *f, struct rtattr *xst
 			  (double)st.qavg_short / 65536);
 	print_color_float(PRINT_ANY, COLOR_NONE, "qavg_total", " qavg_total %.2f",
 			  (double)st.qavg_total / 65536);
+	favorlab_print_memory_xstats(st.drop_memory, st.memory_usage);
 	return 0;
 }
 

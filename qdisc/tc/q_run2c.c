@@ -18,10 +18,12 @@ static void explain(void)
 {
 	fprintf(stderr,
 		"Usage: ... run2c [ limit PACKETS ] [ threshold PACKETS ] [ mss BYTES ] [ buckets NUMBER ]\n"
+		"                 [ memory_limit BYTES ]\n"
 		"  limit      queue limit in packets (default: the device's txqueuelen)\n"
 		"  threshold  packets of every TCP flow served in the high class (default 20)\n"
 		"  mss        bytes per packet of the threshold (default 1448)\n"
-		"  buckets    ISN table size, a power of two (default 1024; at creation only)\n");
+		"  buckets    ISN table size, a power of two (default 1024; at creation only)\n"
+		"  memory_limit  bytes of packet memory (skb truesize) queued at most, e.g. 32mb (the default)\n");
 }
 
 /* "NAME VALUE" with lo <= VALUE <= hi; on error says which option and what it needs */
@@ -38,7 +40,7 @@ static int get_ranged(unsigned int *val, int *argc, char ***argv, unsigned int l
 static int run2c_parse_opt(struct qdisc_util *qu, int argc, char **argv, struct nlmsghdr *n,
 			   const char *dev)
 {
-	unsigned int limit = 0, threshold = 0, mss = 0, buckets = 0;
+	unsigned int limit = 0, threshold = 0, mss = 0, buckets = 0, memory_limit = 0;
 	struct rtattr *tail;
 
 	(void)qu; (void)dev;
@@ -59,6 +61,9 @@ static int run2c_parse_opt(struct qdisc_util *qu, int argc, char **argv, struct 
 				fprintf(stderr, "run2c: \"buckets\" needs a power of two\n");
 				return -1;
 			}
+		} else if (strcmp(*argv, "memory_limit") == 0) {
+			if (favorlab_parse_memory_limit("run2c", --argc ? *++argv : NULL, &memory_limit))
+				return -1;
 		} else if (strcmp(*argv, "help") == 0) {
 			explain();
 			return -1;
@@ -80,6 +85,8 @@ static int run2c_parse_opt(struct qdisc_util *qu, int argc, char **argv, struct 
 		addattr_l(n, RUN2C_MAXLEN, TCA_RUN2C_MSS, &mss, sizeof(mss));
 	if (buckets)
 		addattr_l(n, RUN2C_MAXLEN, TCA_RUN2C_BUCKETS, &buckets, sizeof(buckets));
+	if (memory_limit)
+		addattr_l(n, RUN2C_MAXLEN, TCA_RUN2C_MEMORY_LIMIT, &memory_limit, sizeof(memory_limit));
 	addattr_nest_end(n, tail);
 	return 0;
 }
@@ -102,6 +109,7 @@ static int run2c_print_opt(struct qdisc_util *qu, FILE *f, struct rtattr *opt)
 	print_u32_attr(tb, TCA_RUN2C_THRESHOLD, "threshold", "threshold %up ");
 	print_u32_attr(tb, TCA_RUN2C_MSS, "mss", "mss %ub ");
 	print_u32_attr(tb, TCA_RUN2C_BUCKETS, "buckets", "buckets %u ");
+	favorlab_print_memory_limit(tb[TCA_RUN2C_MEMORY_LIMIT]);
 	return 0;
 }
 
@@ -127,6 +135,7 @@ static int run2c_print_xstats(struct qdisc_util *qu, FILE *f, struct rtattr *xst
 	print_nl();
 	print_color_uint(PRINT_ANY, COLOR_NONE, "high_qlen", "  high_qlen %u", st.high_qlen);
 	print_color_uint(PRINT_ANY, COLOR_NONE, "low_qlen", " low_qlen %u", st.low_qlen);
+	favorlab_print_memory_xstats(st.drop_memory, st.memory_usage);
 	return 0;
 }
 

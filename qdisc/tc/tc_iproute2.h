@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
- * tc_iproute2.h - the iproute2 declarations favorlab's tc plugins (q_favor.c, q_las.c, q_run2c.c) use.
+ * tc_iproute2.h - the iproute2 declarations favorlab's tc plugins (q_favor.c, q_las.c, q_run2c.c, ...) use,
+ * and what the plugins do alike with them (xstats, memory_limit).
  *
  * Debian does not package iproute2's private headers (utils.h, tc_util.h, json_print.h), so the few
  * declarations used are written out here. They match iproute2 6.1 (Debian 12) through current
@@ -47,6 +48,7 @@ extern void print_color_string(enum output_type t, enum color_attr c, const char
 			       const char *fmt, const char *value);
 extern void print_nl(void);
 extern int get_unsigned(unsigned int *val, const char *arg, int base);
+extern int get_size(unsigned int *size, const char *str);
 extern int addattr_l(struct nlmsghdr *n, int maxlen, int type, const void *data, int alen);
 extern struct rtattr *addattr_nest(struct nlmsghdr *n, int maxlen, int type);
 extern int addattr_nest_end(struct nlmsghdr *n, struct rtattr *nest);
@@ -61,6 +63,51 @@ extern int parse_rtattr_flags(struct rtattr *tb[], int max, struct rtattr *rta, 
 static inline void favorlab_copy_xstats(void *st, size_t size, struct rtattr *xstats)
 {
 	memcpy(st, RTA_DATA(xstats), RTA_PAYLOAD(xstats) < size ? RTA_PAYLOAD(xstats) : size);
+}
+
+/*
+ * "memory_limit SIZE", every favorlab qdisc's bound on the skb memory it queues: @arg (NULL when the
+ * word is missing) in tc's size units (b, kb, mb, gb: powers of 1024; a bare number is bytes) into
+ * *@bytes. -1 after a message naming @kind if it is no size; the kernel checks the range (extack).
+ */
+static inline int favorlab_parse_memory_limit(const char *kind, const char *arg, unsigned int *bytes)
+{
+	if (!arg || get_size(bytes, arg) || *bytes == 0) {
+		fprintf(stderr, "%s: \"memory_limit\" needs a size in bytes (e.g. 32mb, 65536)\n", kind);
+		return -1;
+	}
+	return 0;
+}
+
+/*
+ * TCA_<KIND>_MEMORY_LIMIT @a as "memory_limit 32Mb" (units get_size reads back; exact, never rounded)
+ * and as the number of bytes in JSON. Written here, not with tc's own size printer, whose name and
+ * output changed across iproute2 releases.
+ */
+static inline void favorlab_print_memory_limit(struct rtattr *a)
+{
+	char buf[32];
+	unsigned int v;
+
+	if (!a || RTA_PAYLOAD(a) < sizeof(__u32))
+		return;
+	v = *(__u32 *)RTA_DATA(a);
+	if (v && v % (1024 * 1024) == 0)
+		snprintf(buf, sizeof(buf), "%uMb", v >> 20);
+	else if (v && v % 1024 == 0)
+		snprintf(buf, sizeof(buf), "%uKb", v >> 10);
+	else
+		snprintf(buf, sizeof(buf), "%ub", v);
+	print_color_uint(PRINT_JSON, COLOR_NONE, "memory_limit", NULL, v);
+	print_color_string(PRINT_FP, COLOR_NONE, NULL, "memory_limit %s ", buf);
+}
+
+/* the memory counters every favorlab qdisc's xstats end with, on a line of their own */
+static inline void favorlab_print_memory_xstats(__u64 drop_memory, __u64 memory_usage)
+{
+	print_nl();
+	print_color_u64(PRINT_ANY, COLOR_NONE, "drop_memory", "  drop_memory %llu", drop_memory);
+	print_color_u64(PRINT_ANY, COLOR_NONE, "memory_usage", " memory_usage %llu", memory_usage);
 }
 
 #endif /* _TC_IPROUTE2_H */

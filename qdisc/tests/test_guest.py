@@ -26,6 +26,7 @@ VM = "favorlab-test"    # conftest.SHARED_VM: the guest fixture checks they agre
 GUEST_QDISC = "/opt/favorlab/qdisc"
 TC = "env TC_LIB_DIR=/usr/local/lib/favorlab/tc tc"
 VERDICTS = ["favored", "standard", "pushout_victim", "drop_favored", "drop_standard"]
+DEFAULT_MEMORY_LIMIT = 32 << 20    # every qdisc's memory_limit unless set: include/uapi/favorlab.h (fq_codel's)
 
 pytestmark = [pytest.mark.guest, pytest.mark.slow]
 
@@ -113,7 +114,8 @@ def test_add_change_show_delete_and_bad_options(guest):
         guest.run(ns(f"{TC} qdisc add dev d0 root handle 1: favor limit 20 nopushout flowkey addrs buckets 64"))
         q = show(guest, stats=True)
         assert q["kind"] == "favor"
-        assert q["options"] == {"limit": 20, "nopushout": True, "flowkey": "addrs", "buckets": 64, "favored_burst": 0}
+        assert q["options"] == {"limit": 20, "nopushout": True, "flowkey": "addrs", "buckets": 64, "favored_burst": 0,
+                                "memory_limit": DEFAULT_MEMORY_LIMIT}
         for k in ["favored", "standard", "pushouts", "drop_favored", "drop_standard", "drop_limit", "flows",
                   "demoted"]:
             assert q[k] == 0
@@ -134,7 +136,7 @@ def test_add_change_show_delete_and_bad_options(guest):
         # default limit: the device's txqueuelen
         guest.run(ns(f"{TC} qdisc del dev d0 root && ip link set d0 txqueuelen 77 && {TC} qdisc add dev d0 root favor"))
         assert show(guest)["options"] == {"limit": 77, "nopushout": False, "flowkey": "5tuple", "buckets": 1024,
-                                          "favored_burst": 0}
+                                          "favored_burst": 0, "memory_limit": DEFAULT_MEMORY_LIMIT}
         guest.run(ns(f"{TC} qdisc del dev d0 root"))
 
 
@@ -548,6 +550,53 @@ def test_gso_packets_through_the_other_qdiscs_leave_no_backlog_in_the_parent(gue
     assert_dmesg_clean(guest)
 
 
+KINDS = ["favor", "run2c", "las", "riops", "qsdrr"]
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_memory_limit_is_set_shown_changed_and_checked(guest, kind):
+    """memory_limit: 32 MB unless set; set in tc's size units at creation and by a change, shown in tc's text and
+    JSON, its counters (drop_memory, memory_usage) in the statistics; out of bounds refused by the kernel with its
+    message and a word that is no size by the plugin, the qdisc unchanged either way."""
+    with dummy_ns(guest):
+        guest.run(ns(f"{TC} qdisc add dev d0 root {kind}"))
+        q = show(guest, stats=True)
+        assert q["options"]["memory_limit"] == DEFAULT_MEMORY_LIMIT, q["options"]
+        assert q["drop_memory"] == 0 and q["memory_usage"] == 0, q
+        guest.run(ns(f"{TC} qdisc del dev d0 root && {TC} qdisc add dev d0 root {kind} memory_limit 64kb"))
+        assert show(guest)["options"]["memory_limit"] == 65536
+        assert "memory_limit 64Kb" in guest.run(ns(f"{TC} qdisc show dev d0")).stdout
+        guest.run(ns(f"{TC} qdisc change dev d0 root {kind} memory_limit 1mb"))
+        assert show(guest)["options"]["memory_limit"] == 1 << 20
+        bounds = f"{kind}: memory_limit must be 4096 to 2147483648 bytes"
+        assert_refused(guest, kind, [("memory_limit 4095", bounds), ("memory_limit 2147483649", bounds),
+                                     ("memory_limit lots", '"memory_limit" needs a size in bytes')])
+        assert show(guest)["options"]["memory_limit"] == 1 << 20
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_a_flood_beyond_memory_limit_is_dropped_and_counted(guest, kind):
+    """1400-byte datagrams from new flows and a heavy one into the qdisc at limit 1000 packets and memory_limit
+    64kb under htb at 1 Mbit/s: the queue stops at its memory bound long before its packet limit. As the flood ends
+    it holds at most 64 KB of packet memory (so at most 64 KB / 1400 packets); every arrival refused was refused
+    for memory (drops = drop_memory > 0, none for the packet limit) and counted at the parent too; once drained
+    nothing is left in any qdisc and the memory count is back at 0."""
+    spec = {"tc": _htb_then(kind, "limit", "1000", "memory_limit", "64kb"), "flows": 200, "seconds": 3, "size": 1400}
+    res = parents_run(guest, spec)
+    during = next(q for q in res["during"] if q["kind"] == kind)
+    leaf = next(q for q in res["qdiscs"] if q["kind"] == kind)
+    root = next(q for q in res["qdiscs"] if q.get("root"))
+    print(f"{kind}: during the flood {during['qlen']} packets, {during['memory_usage']} bytes of memory; "
+          f"{leaf['drop_memory']} dropped for memory of {res['sent']} sent")
+    assert 0 < during["memory_usage"] <= 65536, during
+    assert during["qlen"] * 1400 <= 65536, during
+    assert leaf["drop_memory"] > 0 and leaf["drops"] == leaf["drop_memory"], leaf
+    assert root["drops"] == leaf["drops"], (root, leaf)
+    assert_tree_drained(res)
+    assert leaf["memory_usage"] == 0, leaf
+    assert_dmesg_clean(guest)
+
+
 # ---------------------------------------------------------------- raw netlink (issue 15)
 
 @pytest.mark.parametrize("kind", ["favor", "run2c", "las", "riops", "qsdrr"])
@@ -586,15 +635,15 @@ def test_run2c_installed_options_and_bad_options(guest):
         guest.run(ns(f"{TC} qdisc add dev d0 root run2c limit 20 threshold 5 mss 1000 buckets 64"))
         q = show(guest, stats=True)
         assert q["kind"] == "run2c"
-        assert q["options"] == {"limit": 20, "threshold": 5, "mss": 1000, "buckets": 64}
+        assert q["options"] == {"limit": 20, "threshold": 5, "mss": 1000, "buckets": 64, "memory_limit": DEFAULT_MEMORY_LIMIT}
         assert all(q[k] == 0 for k in RUN2C_VERDICT_KEYS + ["high_qlen", "low_qlen"])
         guest.run(ns(f"{TC} qdisc change dev d0 root run2c threshold 20 mss 1448"))
-        assert show(guest)["options"] == {"limit": 20, "threshold": 20, "mss": 1448, "buckets": 64}
+        assert show(guest)["options"] == {"limit": 20, "threshold": 20, "mss": 1448, "buckets": 64, "memory_limit": DEFAULT_MEMORY_LIMIT}
         # the kernel's extack (the plugin cannot know the qdisc's buckets), then the plugin's own range check
         assert_refused(guest, "run2c", [("buckets 128", "buckets is set at creation only"),
                                         ("limit 2000000", '"limit" needs a number of packets from 1 to 1048576')])
         guest.run(ns(f"{TC} qdisc del dev d0 root && ip link set d0 txqueuelen 77 && {TC} qdisc add dev d0 root run2c"))
-        assert show(guest)["options"] == {"limit": 77, "threshold": 20, "mss": 1448, "buckets": 1024}
+        assert show(guest)["options"] == {"limit": 77, "threshold": 20, "mss": 1448, "buckets": 1024, "memory_limit": DEFAULT_MEMORY_LIMIT}
 
 
 def crafted_in_order(guest, spec, order):
@@ -720,7 +769,7 @@ def test_las_installed_options_and_bad_options(guest):
     with dummy_ns(guest):
         guest.run(ns(f"{TC} qdisc add dev d0 root las limit 20 buckets 64"))
         q = show(guest, stats=True)
-        assert q["kind"] == "las" and q["options"] == {"limit": 20, "buckets": 64}
+        assert q["kind"] == "las" and q["options"] == {"limit": 20, "buckets": 64, "memory_limit": DEFAULT_MEMORY_LIMIT}
         assert all(q[k] == 0 for k in LAS_COUNTERS + ["flows"])
         guest.run(ns(f"{TC} qdisc change dev d0 root las limit 5"))
         assert show(guest)["options"]["limit"] == 5
@@ -728,7 +777,7 @@ def test_las_installed_options_and_bad_options(guest):
                                       ("buckets 128", "buckets is set at creation only"),
                                       ("limit 0", '"limit" needs a number of packets')])
         guest.run(ns(f"{TC} qdisc del dev d0 root && ip link set d0 txqueuelen 77 && {TC} qdisc add dev d0 root las"))
-        assert show(guest)["options"] == {"limit": 77, "buckets": 1024}
+        assert show(guest)["options"] == {"limit": 77, "buckets": 1024, "memory_limit": DEFAULT_MEMORY_LIMIT}
 
 
 def expected_las(spec):
@@ -878,7 +927,8 @@ def test_qsdrr_installed_options_and_bad_options(guest):
         guest.run(ns(f"{TC} qdisc add dev d0 root qsdrr limit 20 buckets 64"))
         q = show(guest, stats=True)
         assert q["kind"] == "qsdrr" and q["options"] == {"policy": "qsdrr", "limit": 20, "buckets": 64, "quantum": 1514,
-                                                         "tdrr_halflife_us": 1000000}, q["options"]
+                                                         "tdrr_halflife_us": 1000000,
+                                                         "memory_limit": DEFAULT_MEMORY_LIMIT}, q["options"]
         assert all(q[k] == 0 for k in QSDRR_COUNTERS + ["flows"])
         guest.run(ns(f"{TC} qdisc change dev d0 root qsdrr limit 5 quantum 3000"))
         o = show(guest)["options"]

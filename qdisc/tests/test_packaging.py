@@ -225,6 +225,18 @@ def test_plugin_parses_options_in_stock_tc(plugin):
     assert "favor:" not in p.stderr and ("unknown" in p.stderr or p.returncode == 0), p.stderr
 
 
+@pytest.mark.parametrize("qdisc", ["favor", "run2c", "las", "riops", "qsdrr"])
+def test_every_plugin_parses_memory_limit_in_stock_tc(plugin, qdisc):
+    """memory_limit in tc's size units: a missing value, a word that is no size or 0 is refused by the plugin with
+    the qdisc's name; a size goes on to the kernel (the host's has no favorlab qdisc: it refuses the kind)."""
+    for args in (["memory_limit"], ["memory_limit", "lots"], ["memory_limit", "0"]):
+        p = stock_tc(plugin, qdisc, args)
+        assert p.returncode != 0 and f'{qdisc}: "memory_limit" needs a' in p.stderr, (args, p.stderr)
+    for size in ("64kb", "1mb", "65536"):
+        p = stock_tc(plugin, qdisc, ["memory_limit", size])
+        assert f"{qdisc}:" not in p.stderr and ("unknown" in p.stderr or p.returncode == 0), (size, p.stderr)
+
+
 def load_tracer():
     spec = importlib.util.spec_from_file_location("favor_trace", QDISC / "tools" / "favor_trace.py")
     m = importlib.util.module_from_spec(spec)

@@ -7,6 +7,7 @@
 #define _UAPI_FAVOR_H
 
 #include <linux/types.h>
+#include "favorlab.h"
 
 enum {
 	TCA_FAVOR_UNSPEC,
@@ -17,6 +18,7 @@ enum {
 	TCA_FAVOR_FAVORED_BURST,	/* u32: 0 = off (Algorithm 1); else at most this many favored
 				 * packets are served while a standard packet waits (favor_core.h)
 				 */
+	TCA_FAVOR_MEMORY_LIMIT,	/* u32: bytes of skb->truesize queued at most (favorlab.h's bounds) */
 	__TCA_FAVOR_MAX
 };
 #define TCA_FAVOR_MAX (__TCA_FAVOR_MAX - 1)
@@ -53,6 +55,8 @@ struct tc_favor_xstats {
 	__u32	flows;		/* flows (hash buckets) with a packet queued now */
 	__u32	favored_qlen;	/* favored packets queued now */
 	__u64	demoted;	/* would have been favored, queued as standard by favored_burst */
+	__u64	drop_memory;	/* arrivals dropped as over memory_limit (before the algorithm saw them) */
+	__u64	memory_usage;	/* bytes of skb->truesize queued now */
 };
 
 #endif /* _UAPI_FAVOR_H */

@@ -7,11 +7,13 @@
 #define _UAPI_LAS_H
 
 #include <linux/types.h>
+#include "favorlab.h"
 
 enum {
 	TCA_LAS_UNSPEC,
 	TCA_LAS_LIMIT,		/* u32: queue limit in packets (1 to LAS_MAX_LIMIT) */
 	TCA_LAS_BUCKETS,	/* u32: flow hash buckets (power of two), set at creation only */
+	TCA_LAS_MEMORY_LIMIT,	/* u32: bytes of skb->truesize queued at most (favorlab.h's bounds) */
 	__TCA_LAS_MAX
 };
 #define TCA_LAS_MAX (__TCA_LAS_MAX - 1)
@@ -34,6 +36,8 @@ struct tc_las_xstats {
 	__u64	flow_resets;	/* flows that took a bucket held by another flow (attained service restarted at 0) */
 	__u32	flows;		/* flows (hash buckets) with a packet queued now */
 	__u32	pad;		/* 0 (no implicit padding is copied to userspace) */
+	__u64	drop_memory;	/* arrivals dropped as over memory_limit (before the algorithm saw them) */
+	__u64	memory_usage;	/* bytes of skb->truesize queued now */
 };
 
 #endif /* _UAPI_LAS_H */

@@ -8,6 +8,7 @@
 #define _UAPI_QSDRR_H
 
 #include <linux/types.h>
+#include "favorlab.h"
 
 enum {
 	TCA_QSDRR_UNSPEC,
@@ -16,6 +17,7 @@ enum {
 	TCA_QSDRR_QUANTUM,	/* u32: DRR quantum in bytes (QSDRR_MIN_QUANTUM to QSDRR_MAX_QUANTUM) */
 	TCA_QSDRR_POLICY,	/* u32: enum qsdrr_policy, set at creation only */
 	TCA_QSDRR_HALFLIFE,	/* u32: TDRR throughput half-life in microseconds, set at creation only */
+	TCA_QSDRR_MEMORY_LIMIT,	/* u32: bytes of skb->truesize queued at most (favorlab.h's bounds) */
 	__TCA_QSDRR_MAX
 };
 #define TCA_QSDRR_MAX (__TCA_QSDRR_MAX - 1)
@@ -50,6 +52,8 @@ struct tc_qsdrr_xstats {
 	__u64	rescales;	/* TDRR: throughputs rescaled to a later epoch (every 16 half-lives) */
 	__u32	flows;		/* queues with a packet queued now (the DRR round's length) */
 	__u32	pad;		/* 0 (no implicit padding is copied to userspace) */
+	__u64	drop_memory;	/* arrivals dropped as over memory_limit (before the algorithm saw them) */
+	__u64	memory_usage;	/* bytes of skb->truesize queued now */
 };
 
 #endif /* _UAPI_QSDRR_H */

@@ -9,6 +9,7 @@
 #define _UAPI_RIOPS_H
 
 #include <linux/types.h>
+#include "favorlab.h"
 
 enum {
 	TCA_RIOPS_UNSPEC,
@@ -28,6 +29,7 @@ enum {
 	TCA_RIOPS_LMAX,		/* u32: long max_th, ppm of limit */
 	TCA_RIOPS_LPMAX,	/* u32: long P_max, ppm */
 	TCA_RIOPS_PAD,		/* alignment of the u64 in dumps */
+	TCA_RIOPS_MEMORY_LIMIT,	/* u32: bytes of skb->truesize queued at most (favorlab.h's bounds) */
 	__TCA_RIOPS_MAX
 };
 #define TCA_RIOPS_MAX (__TCA_RIOPS_MAX - 1)
@@ -67,6 +69,8 @@ struct tc_riops_xstats {
 	__u32	active_short;	/* cnt_s: active Short flows at the last T_c */
 	__u32	active_long;	/* cnt_l: active Long flows at the last T_c */
 	__u32	qlen_short;	/* Short packets queued now */
+	__u64	drop_memory;	/* arrivals dropped as over memory_limit (before the algorithm saw them) */
+	__u64	memory_usage;	/* bytes of skb->truesize queued now */
 };
 
 #endif /* _UAPI_RIOPS_H */

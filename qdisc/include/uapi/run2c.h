@@ -7,6 +7,7 @@
 #define _UAPI_RUN2C_H
 
 #include <linux/types.h>
+#include "favorlab.h"
 
 enum {
 	TCA_RUN2C_UNSPEC,
@@ -14,6 +15,7 @@ enum {
 	TCA_RUN2C_THRESHOLD,	/* u32: packets of a flow in the high class, 1 to 65535 */
 	TCA_RUN2C_MSS,		/* u32: bytes per packet of the threshold, 1 to 65535 */
 	TCA_RUN2C_BUCKETS,	/* u32: ISN table buckets (power of two), set at creation only */
+	TCA_RUN2C_MEMORY_LIMIT,	/* u32: bytes of skb->truesize queued at most (favorlab.h's bounds) */
 	__TCA_RUN2C_MAX
 };
 #define TCA_RUN2C_MAX (__TCA_RUN2C_MAX - 1)
@@ -35,6 +37,8 @@ struct tc_run2c_xstats {
 	__u64	no_tcp;		/* packets without a TCP header: low */
 	__u32	high_qlen;	/* high packets queued now */
 	__u32	low_qlen;	/* low packets queued now */
+	__u64	drop_memory;	/* arrivals dropped as over memory_limit (before the algorithm saw them) */
+	__u64	memory_usage;	/* bytes of skb->truesize queued now */
 };
 
 #endif /* _UAPI_RUN2C_H */

@@ -12,7 +12,8 @@ their packets and pushes out standard ones at a small limit) and one heavy socke
 the leaf's limit is changed back and forth under the flood; with "gso_size" every socket sends with UDP_SEGMENT
 at that size, so a datagram of `size` bytes reaches the qdiscs as one GSO super-packet of size/gso_size
 segments. Then it waits until every qdisc is empty
-(or 20 s) and prints {"sent": datagrams, "qdiscs": every qdisc's counters (qdiscs()), "drained": bool}.
+(or 20 s) and prints {"sent": datagrams, "qdiscs": every qdisc's counters (qdiscs()), "drained": bool,
+"during": the counters read once as the flood ended, before the drain}.
 Standard library only.
 """
 import argparse
@@ -129,6 +130,7 @@ def main():
     stop.set()
     if t:
         t.join()
+    during = qdiscs(dev)      # as the flood left them, before the queue drains
     deadline = time.time() + 20
     while True:
         q = qdiscs(dev)
@@ -136,7 +138,7 @@ def main():
         if drained or time.time() >= deadline:
             break
         time.sleep(0.2)
-    print(json.dumps({"sent": sent, "qdiscs": q, "drained": drained}))
+    print(json.dumps({"sent": sent, "qdiscs": q, "drained": drained, "during": during}))
 
 
 if __name__ == "__main__":
