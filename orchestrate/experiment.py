@@ -247,6 +247,9 @@ def validate(config: dict, source: str = "config", warn=None) -> dict:
     problems = _collisions(cfg, source)
     if problems:
         raise ConfigError("\n".join(problems))
+    for sec in matrix:
+        for msg in _delay_line_warnings(sec):
+            warn(f"{sec['where']}: {msg}")
     cfg["pool"] = expand_pool(tb, _testbed_defaults(schema), source, warn=warn)
     return cfg
 
@@ -495,6 +498,26 @@ def _schedule_problems(r: dict, sec: dict, cfg: dict, source: str, prefix: str, 
                     f"{MAX_FLOWS:,} the generator and the flow clients are sized for. Fix: shorten duration_s "
                     f"and add replications instead.")
                 return
+
+
+def _delay_line_warnings(sec: dict) -> list[str]:
+    """The dumbbell's propagation delay is a netem queue on the bridge port towards each host (twice its
+    one-way delay), holding at most topologies.dumbbell.NETEM_LIMIT packets: at a high rate and a long delay,
+    traffic to one host can fill it, and packets are then lost there instead of at the AQM. Allowed (the
+    traffic is spread over the hosts), but said."""
+    if SCENARIOS[sec["scenario"]]["topology"] != "dumbbell":
+        return []
+    from topologies import dumbbell
+    d = max(sec["topology"]["left_delays_ms"] + sec["topology"]["right_delays_ms"])
+    out = []
+    for b in sec["bottlenecks"]:
+        pkts = b["bottleneck_mbps"] * 1e6 / 8 / 1500 * 2 * d / 1000
+        if pkts > dumbbell.NETEM_LIMIT:
+            out.append(f"at {b['bottleneck_mbps']:g} Mb/s, the {2 * d:g} ms delay towards one host holds up to "
+                       f"{pkts:,.0f} packets, above the {dumbbell.NETEM_LIMIT} its netem queue takes: if that host "
+                       f"receives at the full rate, packets are lost there, not at the AQM (lower the delays or "
+                       f"the rate to stay within it).")
+    return out
 
 
 def chain_topology(topo: dict) -> dict:
