@@ -2,6 +2,7 @@
 holding a run.csv and no flows.csv is what data.table's fread(path) runs as a shell command. The real
 scripts of the pipeline (verdict.R) are run on such a tables directory, with and without the pipeline's run
 list: the canary never appears, and the directory is ignored or refused in one clean error."""
+import re
 import shutil
 import subprocess
 from pathlib import Path
@@ -76,3 +77,18 @@ def test_a_run_list_naming_the_injection_is_refused_cleanly(tables, tmp_path):
     assert r.returncode != 0
     assert "is not a run id of the pipeline" in r.stderr
     assert not canary.exists() and not (tmp_path / "verdict.csv").exists()
+
+
+def test_every_fread_of_the_r_code_names_its_file_by_file():
+    """fread's first argument runs a shell command when it is no file and holds a space: the R code (and its
+    tests) give every file as `file = `, so no string read from a bundle can become a command."""
+    positional = []
+    for p in sorted((REPO / "analysis" / "R").rglob("*.R")):
+        for i, line in enumerate(p.read_text().splitlines(), 1):
+            code = line.split("#", 1)[0]
+            # fread( not followed by `file =`, or fread handed on as a function (lapply(paths, fread))
+            if re.search(r"\bfread\((?!\s*file\s*=)|\bfread\b(?!\s*\()", code):
+                positional.append(f"{p.relative_to(REPO)}:{i}: {line.strip()}")
+    assert not positional, positional
+    # and the loader's reader is where every table goes through
+    assert "read_csv_file <- function(path, ...) fread(file = path, ...)" in (REPO / "analysis" / "R" / "load.R").read_text()

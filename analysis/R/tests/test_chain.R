@@ -137,13 +137,13 @@ test_that("F26 draws the latency CDF and the completed flows of the chain only, 
   ch <- chain_raw()
   t <- assemble_tables(rbind(web$runs, ch$runs, fill = TRUE), rbind(web$flows, ch$flows, fill = TRUE))
   r <- fig_F26(t, out)
-  d <- fread(file.path(out, "F26.csv"))
+  d <- fread(file = file.path(out, "F26.csv"))
   expect_equal(names(d), c("scen", "aqm", "latency", "cdf", "flows", "runs", "aqm_name"))
   expect_true(all(startsWith(d$scen, "chain ")))
   expect_equal(d[, .N, by = aqm][order(aqm)]$N, c(300L, 400L))
   expect_equal(d[, max(cdf), by = aqm]$V1, c(1, 1))
   expect_equal(sort(unique(d$aqm_name)), c("DropTail", "FaQ"))
-  k <- fread(file.path(out, "F26-completed.csv"))
+  k <- fread(file = file.path(out, "F26-completed.csv"))
   expect_equal(names(k), c("scen", "aqm", "replication", "run_id", "seed", "window_start_s", "window_s", "completed", "lo", "hi",
                            "unfinished", "outside_window", "unjoined", "cycles", "cycle_mean_s", "cycle_cv2", "aqm_name"))
   expect_equal(k[order(aqm), .(completed, unfinished, outside_window, unjoined)],
@@ -174,7 +174,7 @@ test_that("F26 is not drawn without valid chain runs, and says why", {
 test_that("F26 leaves out a replication whose FaQ run is invalid, for DropTail too, and names its run", {
   out <- tempfile(); dir.create(out)
   fig_F26(chain_tables(reps = 0:1, valid = function(a, r) !(a == "favor" && r == 1)), out)
-  k <- fread(file.path(out, "F26-completed.csv"))
+  k <- fread(file = file.path(out, "F26-completed.csv"))
   expect_equal(k$replication, c(0L, 0L))
   expect_match(readLines(file.path(out, "F26.caption.txt")),
                "runs of replications without a valid run of every AQM: chain-10M-buf8-pareto30-paper-reno_droptail_load0.00_iw2_rep1",

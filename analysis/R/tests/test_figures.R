@@ -40,7 +40,7 @@ test_that("legends and tables name the AQMs as the paper does; unknown keys stay
   p <- ggplot_build(last_plot())
   expect_equal(p$plot$labels$title, "Fig. 3: mean latency vs load")
   expect_equal(p$plot$scales$get_scales("colour")$get_labels(), c("DropTail", "FaQ"))
-  d <- fread(file.path(out, "F3.csv"))
+  d <- fread(file = file.path(out, "F3.csv"))
   expect_equal(sort(unique(d$aqm_name)), c("DropTail", "FaQ"))
   expect_equal(d[aqm == "favor"]$aqm_name[1], "FaQ")
 })
@@ -55,7 +55,7 @@ test_that("F3 and F4 draw one line per AQM, the paper's five named and ordered, 
   cols <- unique(p$data[[1]][, c("colour", "group")])$colour
   expect_equal(length(unique(cols)), 5)
   expect_setequal(cols, unname(aqm_colours[c("droptail", "favor", "choke", "las", "run2c")]))
-  d <- fread(file.path(out, "F3.csv"))
+  d <- fread(file = file.path(out, "F3.csv"))
   expect_equal(nrow(d), 20)                                    # 5 AQMs x 4 loads, nothing pooled
   expect_equal(unique(d$aqm_name), c("DropTail", "FaQ", "CHOKe", "LAS", "RuN2C"))
   # each AQM's own mean: 1 + load + mean L / 100 (L = 2, 20, 200 twice each: 0.74) + its offset
@@ -67,7 +67,7 @@ test_that("F3 and F4 draw one line per AQM, the paper's five named and ordered, 
   expect_match(cap, paste("FaQ below CHOKe at 2 of 4 loads (95 % intervals apart at 2); LAS at 4 of 4 loads (95 % intervals apart at 4);",
                     "RuN2C at 4 of 4 loads (95 % intervals apart at 4)."), fixed = TRUE)
   fig_F4(five, out)
-  d <- fread(file.path(out, "F4.csv"))
+  d <- fread(file = file.path(out, "F4.csv"))
   expect_equal(nrow(d), 20)
   # drops per flow / (L + 2) pooled over the six flows of a run: (k * 6) / (74 * 6 / 3 + 12) with L = 2, 20, 200
   expect_equal(d[load == 0.5, setNames(mean, aqm)][c("droptail", "favor", "choke", "las", "run2c")],
@@ -78,7 +78,7 @@ test_that("F3 and F4 draw one line per AQM, the paper's five named and ordered, 
 })
 
 test_that("each load point counts its flows and runs", {
-  d <- fread(file.path(out, "F3.csv"))
+  d <- fread(file = file.path(out, "F3.csv"))
   expect_equal(nrow(d), 8)
   expect_true(all(d$flows == 18 & d$runs == 3))               # 3 replications x 6 flows
   expect_match(readLines(file.path(out, "F3.caption.txt")), "n = 18 flows from 3 runs per point and AQM", fixed = TRUE)
@@ -100,7 +100,7 @@ test_that("flow length is on a log10 axis, classes at their flows' mean length",
   fig_F8(t, out)
   p <- last_plot()
   expect_equal(p$scales$get_scales("x")$trans$name, "log-10")
-  d <- fread(file.path(out, "F8.csv"))
+  d <- fread(file = file.path(out, "F8.csv"))
   expect_equal(sort(unique(d$L_mean)), c(2, 20, 200))
   # 2 flows of each length per run, 4 loads x 3 replications pooled
   expect_true(all(d$flows == 24 & d$runs == 12))
@@ -111,7 +111,7 @@ test_that("flow length is on a log10 axis, classes at their flows' mean length",
 
 test_that("pair figures count flow pairs and run pairs", {
   fig_F12(t, out)
-  d <- fread(file.path(out, "F12.csv"))
+  d <- fread(file = file.path(out, "F12.csv"))
   expect_true(all(d$flows == 24 & d$runs == 12))
   fig_F10(t, out)
   expect_match(readLines(file.path(out, "F10.caption.txt")), "of the 72 flow pairs 0.0% are unchanged (|Delta| <= 1 ms), 50.0% faster", fixed = TRUE)
@@ -124,7 +124,7 @@ test_that("FaQ-only figures name FaQ and give the shortest and longest flows' va
                "Here: FaQ 1 for the shortest flows (about 2 packets), 0.01 for the longest (about 200 packets).", fixed = TRUE)
   fig_F22(t, out)
   expect_match(readLines(file.path(out, "F22.caption.txt")), "Here: FaQ 0.25 for the shortest flows", fixed = TRUE)
-  expect_equal(unique(fread(file.path(out, "F22.csv"))$aqm_name), "FaQ")
+  expect_equal(unique(fread(file = file.path(out, "F22.csv"))$aqm_name), "FaQ")
 })
 
 # Hand-written flows replayed by DropTail and FaQ in every run of one scenario (load x replication), with the
@@ -155,7 +155,7 @@ test_that("F5: one panel per RTT class present in the common flows, its means by
   # flow 6 (RTT 98 ms) is unfinished under FaQ: left out under DropTail too, so its class has no panel
   expect_equal(panels("rtt"), c("RTT 4 ms", "RTT 200 ms"))
   expect_equal(last_plot()$scales$get_scales("x")$trans$name, "log-10")
-  d <- fread(file.path(out, "F5.csv"))
+  d <- fread(file = file.path(out, "F5.csv"))
   v <- function(r, a, l) d[rtt == r & aqm == a & L_mean == l]$v
   expect_equal(c(v("RTT 4 ms", "droptail", 2), v("RTT 4 ms", "favor", 2)), c((1 + 2) / 2, (0.5 + 1.5) / 2) + 0.5)
   expect_equal(c(v("RTT 4 ms", "droptail", 20), v("RTT 4 ms", "favor", 20)), c(3, 3.5) + 0.5)
@@ -178,14 +178,14 @@ test_that("F5 names paths when the tables carry no RTT, and never pools two scen
   l <- ggplot_build(last_plot())$layout$layout
   expect_equal(nrow(l), 4)                                      # 2 scenarios (rows) x 2 RTT classes
   expect_equal(length(unique(l$scen)), 2)
-  d <- fread(file.path(out, "F5.csv"))
+  d <- fread(file = file.path(out, "F5.csv"))
   expect_equal(d[grepl("IW2 ", scen) & rtt == "RTT 4 ms" & aqm == "droptail" & L_mean == 2]$v, 2)
   expect_equal(d[grepl("IW10 ", scen) & rtt == "RTT 4 ms" & aqm == "droptail" & L_mean == 2]$v, 3 * 1.5 + 0.5)
 })
 
 test_that("F6: CCDF of the offered sizes, finished or not, each schedule once", {
   fig_F6(hand_tables(hand_raw()), out)
-  d <- fread(file.path(out, "F6.csv"))
+  d <- fread(file = file.path(out, "F6.csv"))
   # forward window flows 1-7 (sizes 2, 2, 20, 2, 20, 2, 50) of 2 schedules; both AQMs replay them, counted once
   expect_equal(d$L, c(2, 20, 50))
   expect_equal(d$ccdf, c(1, 6 / 14, 2 / 14))
@@ -199,7 +199,7 @@ test_that("F6: CCDF of the offered sizes, finished or not, each schedule once", 
   # a second distribution is a second line, its own counts
   few <- HAND_FLOWS[flow_id %in% c("1", "3")]
   fig_F6(hand_tables(hand_raw(), hand_raw(mean = "10", reps = 0, flows = few)), out)
-  d <- fread(file.path(out, "F6.csv"))
+  d <- fread(file = file.path(out, "F6.csv"))
   expect_equal(levels(ggplot_build(last_plot())$plot$data$legend),
                c("pareto, mean 10 packets: sample mean 11.0", "pareto, mean 30 packets: sample mean 14.0"))
   expect_equal(d[mean_pkts == 10, .(L, ccdf, flows, runs)], data.table(L = c(2, 20), ccdf = c(1, 0.5), flows = 2L, runs = 1L))
@@ -243,7 +243,7 @@ test_that("F13 compares the most flows in the system per panel, never with a loa
   expect_equal(FIG_INDEX[["F13"]]$status, "drawn")
   # replication 0, forward flows 1-7 and 9. DropTail at 0.25 holds flows 3, 4, 5, 6 at t = 6 (flow 3 leaves at
   # 6.25); FaQ's flows never overlap; DropTail at 0.75 (latency 3 dt + 0.75) holds 3, 4, 5, 6, 7, 9 at t = 9
-  d <- fread(file.path(out, "F13.csv"))
+  d <- fread(file = file.path(out, "F13.csv"))
   expect_equal(d[, .(m = max(n)), keyby = .(aqm, load)]$m, c(4L, 6L, 1L))
   cap <- readLines(file.path(out, "F13.caption.txt"))
   expect_match(cap, "per panel: load 0.25: DropTail 4, FaQ 1. Not compared (one of the two alone): load 0.75.", fixed = TRUE)
@@ -256,7 +256,7 @@ test_that("F7: skipped with one size distribution, one panel per distribution wi
   fig_F7(hand_tables(hand_raw(loads = c(0.25, 0.75), mean = "30", scale = 2), hand_raw(loads = c(0.25, 0.75), mean = "10")), out)
   expect_equal(FIG_INDEX[["F7"]]$status, "drawn")
   expect_equal(panels("dist"), c("pareto, mean 10 packets", "pareto, mean 30 packets"))
-  d <- fread(file.path(out, "F7.csv"))
+  d <- fread(file = file.path(out, "F7.csv"))
   # common flows 1-5: DropTail (1 + 2 + 3 + 4 + 6) / 5 = 3.2, FaQ (0.5 + 1.5 + 3.5 + 2 + 5) / 5 = 2.5, times scale, plus load
   m <- function(which, a, l) d[grepl(which, dist) & aqm == a & load == l]$mean
   expect_equal(c(m("mean 10", "droptail", 0.25), m("mean 10", "favor", 0.25)), c(3.2, 2.5) + 0.25)

@@ -123,7 +123,7 @@ test_that("F23 draws FaQ's flows at load 0.25 with the fitted and the paper's mo
   p <- last_plot()
   expect_equal(p$labels$title, "Fig. 23: stochastic model of P(Favor | S = s) fitted at load 0.25")
   expect_equal(p$scales$get_scales("x")$trans$name, "log-10")
-  d <- fread(file.path(out, "F23.csv"))
+  d <- fread(file = file.path(out, "F23.csv"))
   m <- d[series == "FaQ measured"][order(s)]
   expect_equal(m$s, SIZES)
   expect_equal(m$p, round(SIZES * favor_model(SIZES, 0.25, 10, 100)) / SIZES)

@@ -46,7 +46,7 @@ test_that("F14 and F16 draw with the window's means and the persistent shares", 
   expect_match(cap14, "FaQ 5.0 \\[")
   cap16 <- readLines(file.path(out, "F16.caption.txt"))
   expect_match(cap16, "DropTail 1.60% \\(0.06\\), FaQ 1.70% \\(0.06\\)")
-  d16 <- fread(file.path(out, "F16.csv"))
+  d16 <- fread(file = file.path(out, "F16.csv"))
   expect_equal(nrow(d16), 40)
   expect_equal(d16[aqm == "favor" & rank == 1]$share, 1.8)
 })
@@ -55,7 +55,7 @@ test_that("F15 uses the persistent scenario's flows only", {
   out <- tempfile(); dir.create(out)
   t <- persistent_tables()
   fig_F15(t, out)
-  d <- fread(file.path(out, "F15.csv"))
+  d <- fread(file = file.path(out, "F15.csv"))
   expect_true(all(startsWith(d$scen, "persistent ")))
   expect_equal(sort(unique(d[aqm == "favor"]$v)), 5)
   web <- assemble_tables(copy(t$runs)[, scenario := "dumbbell"],

@@ -62,7 +62,7 @@ test_that("X1 counts every legitimate window flow per rate and AQM, latency on t
   cap <- readLines(file.path(out, "X1.caption.txt"))
   expect_match(cap, "^Paper \\(X1, Section 9.1\\)")
   expect_match(cap, "DropTail 60.0%")
-  expect_equal(nrow(fread(file.path(out, "X1.csv"))), 8)
+  expect_equal(nrow(fread(file = file.path(out, "X1.csv"))), 8)
 })
 
 test_that("C19b judges the bounded FaQ on its own row, never pooled with FaQ", {
