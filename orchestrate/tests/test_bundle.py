@@ -5,6 +5,7 @@ import csv
 import hashlib
 import io
 import json
+import os
 import shutil
 import subprocess
 import tarfile
@@ -257,3 +258,21 @@ def test_analyse_a_bundle_whose_file_name_and_folder_hold_spaces_and_shell_metac
         assert _figure_tables(d) == _figure_tables(plain)
     assert not any(p.name == "CANARY" for p in tmp_path.rglob("*"))
     assert not (bd.REPO / "CANARY").exists()
+
+
+def test_bundle_refuses_results_it_could_not_pack_safely(made, tmp_path):
+    """bundle holds the results it packs to the rules analyse holds a bundle to: a symlink in a run
+    directory, or a file name with a space or a shell metacharacter, is refused in one line naming it."""
+    cfg, res = made
+    for name, make, keyword in [
+            ("link", lambda d: os.symlink("/etc/passwd", d / "manifest2.json"), "symlink"),
+            ("space", lambda d: (d / "log" / "a b.log").write_text("x"), "not in the bundle layout"),
+            ("shell", lambda d: (d / "$(touch CANARY).json").write_text("{}"), "not in the bundle layout")]:
+        copy = tmp_path / name
+        shutil.copytree(res, copy, symlinks=True)
+        (copy / "runs" / RUN_IDS[0] / "log").mkdir(exist_ok=True)
+        make(copy / "runs" / RUN_IDS[0])
+        with pytest.raises(bd.BundleError, match=keyword):
+            bd.bundle(cfg, tmp_path / f"{name}.tar.gz", results=copy, log=lambda _m: None)
+        assert not (tmp_path / f"{name}.tar.gz").exists() and not (tmp_path / f"{name}.tar.gz.partial").exists()
+    assert not any(p.name == "CANARY" for p in tmp_path.rglob("*"))
