@@ -1,5 +1,5 @@
 """Results bundles: what the analysis needs from a finished config, in one archive a reviewer can
-re-analyse without a testbed (issue 16).
+re-analyse without a testbed.
 
   python -m orchestrate.bundle bundle CONFIG [--pcaps] [--out FILE] [--results DIR]
   python -m orchestrate.bundle analyse BUNDLE_OR_RESULTS_DIR [--out DIR] [--cores N]
@@ -433,7 +433,8 @@ def _tar_members(tar: tarfile.TarFile, where: str, out: Path, max_members: int, 
                               f"{NOT_OURS}")
         if not rel:
             if not m.isdir():
-                raise BundleError(f"{where}: member {name!r} is a file where the bundle's top directory should be; {NOT_OURS}")
+                raise BundleError(f"{where}: member {name!r} is a file where the bundle's top directory should be; "
+                                  f"{NOT_OURS}")
             continue
         check_name(rel, is_dir=m.isdir())
         if rel in files or rel in dirs:
@@ -444,7 +445,8 @@ def _tar_members(tar: tarfile.TarFile, where: str, out: Path, max_members: int, 
             try:
                 tarfile.data_filter(m.replace(name=rel, deep=False), str(out))
             except tarfile.FilterError as e:
-                raise BundleError(f"{where}: member {name!r} refused by tarfile's data filter ({e}); {NOT_OURS}") from None
+                raise BundleError(f"{where}: member {name!r} refused by tarfile's data filter ({e}); "
+                                  f"{NOT_OURS}") from None
         if m.isdir():
             dirs.add(rel)
         else:
@@ -559,8 +561,8 @@ def unpack(source: Path, out: Path, max_members: int = MAX_MEMBERS, max_bytes: i
     if source.is_file():
         return unpack_archive(source, out, max_members, max_bytes)
     if not source.is_dir():
-        raise BundleError(f"{source}: no such bundle or results directory. Fix: give a bundle (.tar.gz), an unpacked bundle "
-                          f"or a results directory")
+        raise BundleError(f"{source}: no such bundle or results directory. Fix: give a bundle (.tar.gz), an "
+                          f"unpacked bundle or a results directory")
     if (source / SUMS).exists():
         # an unpacked bundle: checked where it is, then copied (the source is never written)
         sums = verify(source, max_members, max_bytes, _existing_parent(out))

@@ -46,7 +46,8 @@ def test_the_injection_shape_does_run_a_command_through_fread_of_a_path(tables):
     root, _, evil = tables
     probe = root / "PROBE"
     path = str(evil / "flows.csv").replace(str(root / "CANARY"), str(probe))
-    r = subprocess.run(["Rscript", "-e", "suppressMessages(library(data.table)); try(fread(commandArgs(TRUE)[1]), silent = TRUE)",
+    r = subprocess.run(["Rscript", "-e",
+                        "suppressMessages(library(data.table)); try(fread(commandArgs(TRUE)[1]), silent = TRUE)",
                         path], capture_output=True, text=True, timeout=120)
     assert probe.exists(), r.stderr
     probe.unlink()
@@ -91,4 +92,5 @@ def test_every_fread_of_the_r_code_names_its_file_by_file():
                 positional.append(f"{p.relative_to(REPO)}:{i}: {line.strip()}")
     assert not positional, positional
     # and the loader's reader is where every table goes through
-    assert "read_csv_file <- function(path, ...) fread(file = path, ...)" in (REPO / "analysis" / "R" / "load.R").read_text()
+    load_r = (REPO / "analysis" / "R" / "load.R").read_text()
+    assert "read_csv_file <- function(path, ...) fread(file = path, ...)" in load_r
