@@ -246,7 +246,7 @@ def clean_command(tb: dict, check: bool = False) -> list[str]:
                             *(["--check"] if check else []))
 
 
-def clean(tb: dict, check: bool = False, dry_run: bool = False, env: dict | None = None) -> int:
+def clean(tb: dict, check: bool = False, dry_run: bool = False) -> int:
     """Undo the provisioning of one testbed (ansible/clean.yml) under its lease: never while a run uses it.
     The play also removes the provisioning marker, so the next run provisions the host again."""
     if tb["kind"] == "local-vm" and not vm_state(tb["vm_name"]).get("running"):
@@ -262,7 +262,7 @@ def clean(tb: dict, check: bool = False, dry_run: bool = False, env: dict | None
     with got:
         log(f"{'checking what cleaning would remove from' if check else 'cleaning'} {tb['id']} "
             f"(ansible/clean.yml)")
-        return subprocess.run(cmd, cwd=REPO / "ansible", stdin=subprocess.DEVNULL, env=env).returncode
+        return subprocess.run(cmd, cwd=REPO / "ansible", stdin=subprocess.DEVNULL).returncode
 
 
 def down(tb: dict) -> None:
