@@ -97,3 +97,29 @@ def test_favorvm_status_reads_a_whole_state_file(tmp_path):
     p = favorvm(tmp_path, "status", "--name", "favorlab")
     assert p.returncode == 0 and p.stderr == ""
     assert json.loads(p.stdout) == {"name": "favorlab", "pid": 2 ** 22 + 7, "ssh_port": 2222, "running": False}
+
+
+def test_favorvm_stop_ends_the_qemu_of_a_vm_whose_state_file_is_lost(tmp_path):
+    """Without its state the guest cannot be reached (its ssh port is in the state): stop ends the QEMU
+    running its overlay (found by its command line) instead of leaving it running, unreachable."""
+    d = tmp_path / "vm" / "run" / "favorlab"
+    d.mkdir(parents=True)
+    overlay = d / "overlay.qcow2"
+    overlay.write_bytes(b"")
+    (d / "state.json").write_text('{"name": "favorlab", "pid": 12')
+    qemu = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)", "qemu-system-x86_64",
+                             "-drive", f"file={overlay},if=virtio"])
+    other = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)", "qemu-system-x86_64",
+                              "-drive", f"file={tmp_path / 'another.qcow2'},if=virtio"])
+    try:
+        p = favorvm(tmp_path, "stop", "--name", "favorlab")
+        assert p.returncode == 0, p.stderr
+        assert qemu.wait(timeout=30) == -15                      # SIGTERM, as favorvm ends its own QEMU
+        assert f"killing its QEMU pid {qemu.pid}" in p.stderr
+        assert other.poll() is None                              # another VM's QEMU is left alone
+        assert not overlay.exists()
+        assert json.loads((d / "state.json").read_text()) == {"name": "favorlab", "running": False}
+    finally:
+        for proc in (qemu, other):
+            proc.kill()
+            proc.wait()
