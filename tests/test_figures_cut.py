@@ -9,20 +9,28 @@ real runs: every figure id of the paper is in the report's figure index and draw
 those sections decide (C8, C16, C17, C18) are decided from them (holds, does not hold or insufficient
 data, never "not run"), and a run the TCG guest cannot carry (the 100 Mb/s bottleneck) is kept out of the
 figures with its measured reason instead of failing the pipeline.
+
+The same pipeline run is the test of what a user relies on when a pipeline is cut short or a run comes back
+invalid: it is interrupted as soon as its first run directory is complete, nothing half-done is visible,
+and the resumed pipeline does not redo the finished run; one FaQ run's first attempt is made invalid on
+purpose (tests/test_pipeline.py) and must be redone, both attempts kept, the last used by the tables.
 """
 import copy
 import csv
+import json
 import os
 import shutil
+import signal
 import subprocess
-import sys
 import time
 from pathlib import Path
 
 import pytest
 import yaml
 
-from tests.test_pipeline import require_guest
+from analysis.tests.test_r import CLAIM_IDS   # one row per claim of analysis/claims.yaml, in its order
+from orchestrate import experiment
+from tests.test_pipeline import require_guest, snakemake
 
 REPO = Path(__file__).resolve().parents[1]
 NAME = "figures-ci"
@@ -74,15 +82,54 @@ def test_figures_config_cut_draws_every_figure(shared_guest, tmp_path):
     cfgfile.write_text(yaml.safe_dump(cut_config(full, testbed), sort_keys=False))
     shutil.rmtree(RESULTS, ignore_errors=True)
 
+    # the run whose first attempt is made invalid: table1's FaQ run at load 0.25
+    forced = next(r.run_id for r in experiment.runs(experiment.load(cfgfile))
+                  if r.section == "table1" and r.aqm == "favor" and r.load == 0.25)
+    runs_dir = RESULTS / "runs"
+
+    # 1. start, and interrupt as soon as the first run is complete and recorded by Snakemake
     t0 = time.monotonic()
-    log = tmp_path / "snakemake.log"
+    log1 = tmp_path / "first.log"
+    with open(log1, "w") as f:
+        p = snakemake(cfgfile, forced, stdout=f, stderr=subprocess.STDOUT)
+    first = None
+    deadline = time.time() + 1800
+    while time.time() < deadline and p.poll() is None:
+        done = [d for d in runs_dir.glob("*") if d.is_dir() and not d.name.endswith(".partial")]
+        if done:
+            first = done[0]
+            break
+        time.sleep(2)
+    assert first is not None, log1.read_text()[-3000:]
+    # A run is finished for the pipeline once Snakemake has recorded the job (its directory appears a
+    # moment before): interrupting in between makes --rerun-incomplete redo it, as it should.
+    while time.time() < deadline and p.poll() is None and \
+            "(Rule: run)" not in "".join(l for l in log1.read_text().splitlines(True) if l.startswith("Finished jobid")):
+        time.sleep(0.5)
+    os.killpg(p.pid, signal.SIGINT)  # our own process group only
+    try:
+        p.wait(timeout=300)
+    except subprocess.TimeoutExpired:
+        os.killpg(p.pid, signal.SIGKILL)
+        p.wait()
+    stamp = (first / "DONE").stat()
+    manifest = json.loads((first / "manifest.json").read_text())
+    up_log = RESULTS / "logs" / "testbeds" / f"up-{shared_guest['vm_name']}.log"
+    assert "already provisioned with this code" in up_log.read_text(), up_log.read_text()[-3000:]
+    # nothing half-done is counted: every run directory without .partial is complete
+    for d in runs_dir.glob("*"):
+        if not d.name.endswith(".partial"):
+            assert (d / "DONE").exists(), f"{d} is visible but incomplete"
+    assert not (RESULTS / "report.html").exists()
+
+    # 2. resume: finishes, and the first run is not redone
+    log = tmp_path / "second.log"
     with open(log, "w") as f:
-        rc = subprocess.run([sys.executable, "-m", "snakemake", "--configfile", str(cfgfile), "--cores", "2",
-                             "--resources", "testbed=1", "--show-failed-logs"], cwd=REPO, stdout=f,
-                            stderr=subprocess.STDOUT, env={**os.environ, "PYTHONUNBUFFERED": "1"},
-                            timeout=3600).returncode
+        rc = snakemake(cfgfile, forced, stdout=f, stderr=subprocess.STDOUT).wait(timeout=3600)
     wall = time.monotonic() - t0
     assert rc == 0, log.read_text()[-5000:]
+    assert (first / "DONE").stat().st_mtime_ns == stamp.st_mtime_ns
+    assert json.loads((first / "manifest.json").read_text()) == manifest
 
     runs = [d for d in (RESULTS / "runs").iterdir() if d.is_dir()]
     with open(RESULTS / "figures" / "index.csv", newline="") as f:
@@ -102,6 +149,45 @@ def test_figures_config_cut_draws_every_figure(shared_guest, tmp_path):
     images = {p.name for p in (RESULTS / "figures").iterdir()}
     for fig in paper_figs:
         assert any(n.startswith(f"{fig}.") or n.startswith(f"{fig}-") for n in images if n.endswith(".png")), fig
+
+    # the run-directory contract, for every run
+    for d in runs:
+        assert not d.name.endswith(".partial")
+        for name in ("run.json", "schedule.csv", "manifest.json", "fidelity.json", "DONE"):
+            assert (d / name).is_file(), f"{d.name}: {name} missing"
+        assert (d / "pcap" / "bneck-in.pcap").stat().st_size > 24, f"{d.name}: bneck-in.pcap empty"
+        fid = json.loads((d / "fidelity.json").read_text())
+        assert isinstance(fid["valid"], bool) and "checks" in fid
+        flows = RESULTS / "tables" / d.name / "flows.csv"
+        assert flows.is_file() and len(flows.read_text().splitlines()) > 2, d.name
+    # table1's two AQMs replayed the same schedule; the FaQ run ran sch_favor at the bottleneck, traced
+    table1 = {r.aqm: r.run_id for r in experiment.runs(experiment.load(cfgfile))
+              if r.section == "table1" and r.load == 0.25}
+    dt, faq = (RESULTS / "runs" / table1["droptail"]), (RESULTS / "runs" / table1["favor"])
+    assert (dt / "schedule.csv").read_bytes() == (faq / "schedule.csv").read_bytes()
+    favor_manifest = json.loads((faq / "manifest.json").read_text())
+    assert favor_manifest["sch_favor"] and favor_manifest["module_version"].startswith("sch_favor "), \
+        favor_manifest.get("sch_favor")
+    assert any(q.get("kind") == "favor" for q in json.loads((faq / "qdisc" / "after.json").read_text())["rl"])
+    assert not any(q.get("kind") == "favor" for q in json.loads((dt / "qdisc" / "after.json").read_text())["rl"])
+    trace = [l for l in (faq / "qdisc" / "favor-trace.csv").read_text().splitlines() if not l.startswith("#")]
+    assert len(trace) > 10 and "verdict" in trace[0], trace[:3]
+
+    # the forced-invalid first attempt was redone; both attempts are kept and the last one is the run
+    tries = json.loads((faq / "attempts.json").read_text())
+    assert len(tries) >= 2 and tries[0]["valid"] is False and any(r.startswith("rtt_") for r in tries[0]["reasons"]), tries
+    first_try = json.loads((faq / "attempts" / "1" / "run.json").read_text())
+    assert first_try["fidelity"]["rtt_tolerance_ms"] == 0 and (faq / "attempts" / "1" / "pcap" / "bneck-in.pcap").exists()
+    assert json.loads((faq / "run.json").read_text())["fidelity"]["rtt_tolerance_ms"] == 3
+    assert tries[-1]["valid"] == json.loads((faq / "fidelity.json").read_text())["valid"]
+    with open(RESULTS / "tables" / faq.name / "run.csv", newline="") as f:
+        assert next(csv.DictReader(f))["valid"] == str(int(tries[-1]["valid"]))    # the tables use the last
+
+    # the verdict has a row for every claim, and the report says which points took retries
+    assert list(verdict) == CLAIM_IDS, list(verdict)
+    report = (RESULTS / "report.html").read_text()
+    assert (RESULTS / "report.html").stat().st_size > 10_000
+    assert "verdict.csv missing" not in report and "C11" in report and "after retries" in report
 
     # the claims only these sections decide: decided from their runs, whichever way
     for claim in ("C8", "C16", "C17", "C18"):
