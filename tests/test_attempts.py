@@ -1,6 +1,6 @@
 """Invalid runs are redone (orchestrate/run_step.py): up to `attempts`, every attempt kept, the valid
 one used, and an interrupted job resumes from the attempts it already has. The testbed is a stand-in here
-(a function that writes a run directory with a chosen fidelity verdict); tests/test_pipeline.py does the
+(a function that writes a run directory with a chosen fidelity verdict); tests/test_figures_cut.py does the
 same through the real guest."""
 import json
 
