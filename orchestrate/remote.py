@@ -28,10 +28,11 @@ import shlex
 import shutil
 import signal
 import subprocess
-import uuid
 import sys
+import uuid
 from pathlib import Path
 
+from orchestrate import atomic
 from orchestrate.pool import cache_root, known_hosts_file
 
 REMOTE_ROOT = "/var/lib/favorlab/runs"
@@ -85,7 +86,10 @@ def vm_target(name: str) -> dict:
     state = cache_root() / "vm" / "run" / name / "state.json"
     if not state.is_file():
         raise RemoteError(f"VM {name}: {state} not found; start it with testbed/vm/favorvm start --name {name}")
-    s = json.loads(state.read_text())
+    s = atomic.read_json(state, what="the VM is taken as not running")
+    if not isinstance(s, dict):
+        raise RemoteError(f"VM {name}: {state} is empty or not a favorvm state file; start it again with "
+                          f"testbed/vm/favorvm start --name {name}")
 
     def pick(*keys, default=None):
         return next((s[k] for k in keys if s.get(k) is not None), default)

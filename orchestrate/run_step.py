@@ -39,7 +39,7 @@ import time
 from datetime import datetime, timezone
 from pathlib import Path
 
-from orchestrate import pool, remote, testbeds
+from orchestrate import atomic, pool, remote, testbeds
 from orchestrate.provenance import favorlab_commit
 
 REPO = testbeds.REPO
@@ -87,9 +87,9 @@ def make_attempts(run_once, spec: dict, staging: Path, attempts: int, log=print,
         if rc != 0:
             return rc
         # the controller's view of the attempt (connect, copy, run, copy back): what a plan's wall time is made of
-        (staging / str(n) / "controller.json").write_text(json.dumps(
-            {"started_utc": started.isoformat(timespec="seconds"), "wall_s": round(time.monotonic() - t0, 1),
-             "favorlab_commit": favorlab_commit(), **(extra() if extra else {})}) + "\n")
+        atomic.write_json(staging / str(n) / "controller.json",
+                          {"started_utc": started.isoformat(timespec="seconds"), "wall_s": round(time.monotonic() - t0, 1),
+                           "favorlab_commit": favorlab_commit(), **(extra() if extra else {})})
         done.append(n)
         if made is not None:
             made.append(n)
@@ -103,11 +103,13 @@ def assemble(staging: Path, run_dir: Path, log=print) -> int:
     record = []
     for k in done:
         ctl = staging / str(k) / "controller.json"
-        record.append({"attempt": k, **fidelity_of(staging / str(k)), **(json.loads(ctl.read_text()) if ctl.is_file() else {})})
+        # a controller.json a crash left empty costs the attempt's timing, not the run
+        record.append({"attempt": k, **fidelity_of(staging / str(k)),
+                       **atomic.read_json(ctl, default={}, what="the attempt's controller timing left out")})
         if k != done[-1]:
             (last / "attempts").mkdir(exist_ok=True)
             os.replace(staging / str(k), last / "attempts" / str(k))
-    (last / "attempts.json").write_text(json.dumps(record, indent=1) + "\n")
+    atomic.write_json(last / "attempts.json", record, indent=1)
     v = record[-1]
     log(f"run: {run_dir.name} {'valid' if v['valid'] else 'still INVALID'} after {len(record)} attempt(s)")
     if (staging / JOB_LOG).is_file():
@@ -207,9 +209,10 @@ def main(argv=None) -> int:
         lease.release()
         for n in made:      # the lease's end, in the controller.json of each attempt made under it
             ctl = staging / str(n) / "controller.json"
-            c = json.loads(ctl.read_text())
-            c["lease"]["released_utc"] = lease.released_utc
-            ctl.write_text(json.dumps(c) + "\n")
+            c = atomic.read_json(ctl, what="the lease's end not recorded in it")
+            if c is not None and isinstance(c.get("lease"), dict):
+                c["lease"]["released_utc"] = lease.released_utc
+                atomic.write_json(ctl, c)
     if rc != 0:
         return rc
     return assemble(staging, run_dir, log)
@@ -231,7 +234,7 @@ def attempts_under(lease: pool.Lease, a, spec: dict, staging: Path, excluded_dir
     if t is not None:
         def run_once(spec: dict, dest: Path) -> int:
             spec_file = staging / f"{dest.name}.run.json"
-            spec_file.write_text(json.dumps(spec, indent=2) + "\n")
+            atomic.write_json(spec_file, spec, indent=2)
             log(f"run: {spec['run_id']} attempt {dest.name} on {lease.id} ({t['host']}:{t['port']})")
             # the attempt ends with this job however the job ends (killed included): orchestrate.remote and
             # the ssh under it go, and the runner on the host sees its controller gone and stops

@@ -66,6 +66,20 @@ def test_interrupted_job_resumes_from_its_attempts(tmp_path):
     assert calls == [] and (run_dir2 / "DONE").exists()
 
 
+def test_an_empty_controller_record_does_not_fail_the_resumed_job(tmp_path, capsys):
+    """A crash while controller.json was written left it empty: the resumed job still assembles the run
+    (that attempt's timing left out, with a warning naming the file) instead of failing on every retry."""
+    staging, run_dir = tmp_path / "st", tmp_path / "runs" / "r"
+    fake_testbed([False], [])({}, staging / "1")
+    (staging / "1" / "controller.json").write_text("")
+    calls = []
+    assert run_step.run_attempts(fake_testbed([True], calls), dict(SPEC, run_id="r"), staging, run_dir, 3) == 0
+    record = json.loads((run_dir / "attempts.json").read_text())
+    assert record[0] == {"attempt": 1, "valid": False, "reasons": ["cpu_busy #1"]}
+    assert record[1]["valid"] is True and record[1]["wall_s"] >= 0
+    assert "controller.json is empty" in capsys.readouterr().err
+
+
 def test_a_failing_attempt_fails_the_job_and_keeps_what_came_back(tmp_path):
     staging = tmp_path / "st"
     ok = fake_testbed([False], [])
