@@ -188,7 +188,8 @@ P4_SWITCH = "s1"   # BMv2 between rl and rr when the AQM is a P4 program: rl-eth
 
 
 def _bmv2_switch_class():
-    """A Mininet switch running simple_switch in the root namespace (p4/switch.py does the work)."""
+    """A Mininet switch running simple_switch in a network namespace of its own holding only loopback and its
+    two ports, so its thrift control port is reachable from nowhere else (p4/switch.py does the work)."""
     from mininet.node import Switch
     from p4 import control, switch as p4switch
 
