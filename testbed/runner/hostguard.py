@@ -230,7 +230,7 @@ def stop_recorded(procs: list[dict], log, grace_s: float = 5.0) -> list[str]:
 
 def clean_stale(log, pidfile: PidFile, cgroup_root: Path | None = None) -> dict:
     """Under the host lock, before a run sets anything up: remove what a dead earlier run left (its
-    processes by the pidfile, its cgroups, its interfaces; never `mn -c`, which stops every Mininet on the
+    processes by the pidfile, its cgroups, its interfaces; never Mininet's machine-wide cleanup, which stops every Mininet on the
     machine) and log each thing removed. Returns {"processes", "cgroups", "links"} removed."""
     head, procs = pidfile.read()
     removed = {"processes": stop_recorded(procs, log), "cgroups": [], "links": []}
