@@ -1,8 +1,16 @@
-"""Validation of run.json (docs/contracts.md "Run spec"): every error names the field and the fix."""
+"""The run spec (run.json, docs/contracts.md "Run spec"): the defaults the host runner applies to keys a
+spec may leave out, the fidelity thresholds, and the validator, whose every error names the field and the fix."""
 from __future__ import annotations
 
 import json
 from pathlib import Path
+
+# A spec's `fidelity` thresholds when it names none: an idle RTT may differ from the configured one by this
+# many ms (plus 2 % of it), and the bottleneck rate probe must read at least this share of the configured rate.
+# The config module fills a spec's `fidelity` from here; the runner falls back on it for a spec without one.
+FIDELITY_DEFAULTS = {"rtt_tolerance_ms": 3.0, "rate_min_share": 0.90}
+# keys of run.json the runner reads with a default when they are absent
+DEFAULTS = {"schedule": "schedule.csv", "workload": {"kind": "web"}, "workload_impl": "python"}
 
 
 class SpecError(ValueError):
@@ -23,7 +31,7 @@ def _check(spec: dict, path: str, ok, fix: str) -> None:
         raise SpecError(f"run.json: field {path}={cur!r} is invalid: {fix}")
 
 
-# topology kinds the runner builds (testbed/runner/run.py's TOPOLOGIES maps each to its module)
+# topology kinds the runner builds (testbed.runner.network's TOPOLOGIES maps each to its module)
 KINDS = ("dumbbell", "chain")
 # the workload kind each topology runs: the chain has no open-loop schedule, only its reference user
 WORKLOADS = {"dumbbell": ("web", "persistent"), "chain": ("reference",)}
@@ -58,7 +66,7 @@ def validate(spec: dict) -> dict:
     for path, ok, fix in RULES:
         _check(spec, path, ok, fix)
     kind = spec["topology"]["kind"]
-    w = spec.get("workload", {"kind": "web"})
+    w = spec.get("workload", DEFAULTS["workload"])
     if isinstance(w, dict) and w.get("kind") in ("web", "persistent", "reference") and w["kind"] not in WORKLOADS[kind]:
         raise SpecError(f"run.json: field topology.kind={kind!r} does not run workload.kind={w['kind']!r}: "
                         f"a {kind} runs {' or '.join(WORKLOADS[kind])} (absent workload means web)")
@@ -76,7 +84,7 @@ def validate(spec: dict) -> dict:
     rto = spec["tcp"].get("initial_rto_ms")
     if rto is not None and not (_num(rto) and 200 <= rto <= 120000):
         raise SpecError(f"run.json: field tcp.initial_rto_ms={rto!r} is invalid: null or 200..120000 ms")
-    if spec.get("workload_impl", "python") not in ("python", "go"):
+    if spec.get("workload_impl", DEFAULTS["workload_impl"]) not in ("python", "go"):
         raise SpecError(f"run.json: field workload_impl={spec['workload_impl']!r} is invalid: python or go")
     if not isinstance(w, dict) or w.get("kind") not in ("web", "persistent", "reference"):
         raise SpecError(f"run.json: field workload={w!r} is invalid: {{kind: web}}, {{kind: persistent, "
@@ -110,7 +118,7 @@ def load(run_dir: Path) -> dict:
     except json.JSONDecodeError as e:
         raise SpecError(f"{p} is not valid JSON: {e}") from None
     validate(spec)
-    sched = Path(run_dir) / spec.get("schedule", "schedule.csv")
+    sched = Path(run_dir) / spec.get("schedule", DEFAULTS["schedule"])
     if not sched.is_file():
         raise SpecError(f"run.json: field schedule names {sched.name}, which is not in {run_dir}")
     return spec

@@ -602,7 +602,7 @@ def _collisions(cfg: dict, source: str) -> list[str]:
         return sorted(set(out))
     # What the testbed and the schedule generator would refuse, from their own checks: the checks above are
     # meant to catch it first, at its key; this is the guarantee that a config which validates can run.
-    from testbed.runner import spec as runner_spec
+    from contract import spec as runner_spec
     from workloads import schedule
     for run_id, (spec, _) in specs.items():
         try:

@@ -346,7 +346,7 @@ def test_chain_section_makes_chain_runs_with_the_papers_defaults():
     args = experiment.schedule_args(cfg, runs[0])
     assert args[args.index("--topology") + 1] == "chain" and args[args.index("--load") + 1] in ("0", "0.0")
     assert args[args.index("--reverse-load") + 1] == "0"
-    from testbed.runner import spec as specmod
+    from contract import spec as specmod
     assert specmod.validate(fq) and specmod.validate(dt)
 
 

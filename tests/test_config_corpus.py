@@ -3,7 +3,7 @@
 Every config is either refused by validation, with a message that names the key by its path in the config
 and says how to fix it, or, where the value is a valid edge, it validates and then makes its schedules
 (workloads.schedule.generate, on a short duration) and passes the testbed runner's own run.json check
-(testbed/runner/spec.py). None may validate and then fail in the schedule generator or the runner.
+(contract/spec.py). None may validate and then fail in the schedule generator or the runner.
 """
 import json
 import math
@@ -13,7 +13,7 @@ import pytest
 import yaml
 
 from orchestrate import experiment
-from testbed.runner import spec as runner_spec
+from contract import spec as runner_spec
 from workloads import schedule
 
 REPO = Path(__file__).resolve().parents[1]

@@ -17,14 +17,13 @@ from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime, timezone
 from pathlib import Path
 
-from testbed.runner import hostguard, spec as specmod
+from contract import spec as specmod
+from testbed.runner import hostguard
 
 REPO = Path(__file__).resolve().parents[2]
 FAVOR_TRACE = Path("/opt/favorlab/qdisc/tools/favor_trace.py")
 CPU_BUSY_LIMIT = 0.90     # a run whose guest CPU is busier than this ...
 CPU_BUSY_SUSTAINED = 0.10  # ... for more than this share of its samples is invalid
-RTT_TOLERANCE_MS = 3.0     # defaults of a spec's `fidelity` (orchestrate.experiment.FIDELITY_DEFAULTS)
-RATE_MIN_SHARE = 0.90
 # pfifo, bfifo and pfifo_head_drop live in sch_fifo.c and pfifo_fast in sch_generic.c, both always built
 # in: there is no sch_pfifo module, and asking modprobe for one only puts a FATAL line in the run's log
 BUILTIN_QDISCS = frozenset({"pfifo", "bfifo", "pfifo_head_drop", "pfifo_fast"})
@@ -266,7 +265,7 @@ def ping_rtt(net, src, dst_ip, count=4) -> float | None:
     return float(mins.group(1))
 
 
-def probe_rtts(net, hostsj, tolerance_ms: float = RTT_TOLERANCE_MS, paths: dict | None = None) -> dict:
+def probe_rtts(net, hostsj, tolerance_ms: float = specmod.FIDELITY_DEFAULTS["rtt_tolerance_ms"], paths: dict | None = None) -> dict:
     """Idle RTT of each of the nine paths (min of a few pings) against the configured 2*(d_a+d_b)
     (`paths`: path -> configured RTT, default every path of hosts.json; the chain probes a sample).
     The paths are probed at once: one after another they took about 9 s of every run (a path of 200 ms
@@ -319,7 +318,7 @@ def probe_rate_once(net, hostsj, offered: float, log, src: str = "a1",
     return meas * (1400 + 8 + 20 + 14) / 1400, lost
 
 
-def probe_rate(net, hostsj, mbps: float, log, min_share: float = RATE_MIN_SHARE, src: str = "a1",
+def probe_rate(net, hostsj, mbps: float, log, min_share: float = specmod.FIDELITY_DEFAULTS["rate_min_share"], src: str = "a1",
                dst: str = "b1") -> dict:
     """Bottleneck rate a1->b1 (the chain: one hop, rate_probe_pair): UDP (iperf3, 3 s) offered at twice the
     bottleneck rate, read at the receiver.
@@ -917,10 +916,10 @@ class Run:
         s, net = self.spec, self.net
         fid = s.get("fidelity", {})
         chain = self.is_chain()
-        self.checks.update(probe_rtts(net, self.hostsj, fid.get("rtt_tolerance_ms", RTT_TOLERANCE_MS),
+        self.checks.update(probe_rtts(net, self.hostsj, fid.get("rtt_tolerance_ms", specmod.FIDELITY_DEFAULTS["rtt_tolerance_ms"]),
                                       rtt_probe_paths(self.hostsj)))
         self.checks.update(probe_rate(net, self.hostsj, s["topology"]["bottleneck_mbps"], self.log,
-                                      fid.get("rate_min_share", RATE_MIN_SHARE), *rate_probe_pair(self.hostsj)))
+                                      fid.get("rate_min_share", specmod.FIDELITY_DEFAULTS["rate_min_share"]), *rate_probe_pair(self.hostsj)))
         self.log("probes: " + json.dumps({k: v["measured"] for k, v in self.checks.items()}))
         for d in ("qdisc", "nstat", "pcap", "flows"):
             (self.dir / d).mkdir(exist_ok=True)

@@ -13,7 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from testbed.runner import bpf, run as runmod, spec as specmod
+from contract import spec as specmod
+from testbed.runner import bpf, run as runmod
 from topologies import dumbbell
 
 REPO = Path(__file__).resolve().parents[2]
