@@ -37,46 +37,28 @@ import sys
 import time
 from pathlib import Path
 
+from contract import sizes as sizes_grammar
 from workloads.client import EARLY_S, LOG_COLUMNS, FlowRun
 from workloads.common import Clock, hosts_port, load_hosts, write_csv
 from workloads.schedfile import HEADER_BYTES, Flow, write_schedule
 
-DEFAULT_SIZES = "pareto:shape=1.3,mean_pkts=30"
+DEFAULT_SIZES = sizes_grammar.DEFAULT
 THINK_MAX_S = 0.15
 KIND = "reference"
 STOP_ERROR = "still running at --stop-at (or a stop signal)"
-_DEFAULTS = {"pareto": {"shape": 1.3, "mean_pkts": 30.0}, "lomax": {"shape": 1.3, "mean_pkts": 30.0},
-             "exponential": {"mean_pkts": 6.0}}
+# the distributions drawn here without numpy, each with the parameters it takes
+OFFERED = {"pareto": ("shape", "mean_pkts"), "lomax": ("shape", "mean_pkts"), "exponential": ("mean_pkts",)}
 
 
 def parse_sizes(text: str) -> tuple[str, dict]:
-    """`name[:k=v,...]` as workloads.schedule takes it, for the distributions drawn here. Not
-    workloads.schedule.parse_sizes itself: that module needs numpy and scipy, which only the controller
-    has, and this one runs on the testbed with the standard library."""
-    name, _, rest = text.partition(":")
-    name = name.strip()
-    if name not in _DEFAULTS:
-        raise ValueError(f"--sizes {text!r}: {name!r} is not offered by the reference user; use one of "
-                         f"{sorted(_DEFAULTS)}")
-    params = dict(_DEFAULTS[name])
-    for item in filter(None, (s.strip() for s in rest.split(","))):
-        k, sep, v = item.partition("=")
-        if not sep or k not in params:
-            raise ValueError(f"--sizes {text!r}: bad parameter {item!r}; {name} takes {sorted(params)}")
-        try:
-            params[k] = float(v)
-        except ValueError:
-            raise ValueError(f"--sizes {text!r}: {k}={v!r} is not a number") from None
-    if params["mean_pkts"] <= 0:
-        raise ValueError(f"--sizes {text!r}: mean_pkts must be > 0")
-    if "shape" in params and not params["shape"] > 1:
-        raise ValueError(f"--sizes {text!r}: shape must be > 1 (the mean is infinite otherwise)")
-    return name, params
+    """A --sizes word (contract.sizes) for the distributions drawn here: bounded_pareto's minimum is found
+    numerically, which the controller's generator does with scipy and a testbed host cannot."""
+    return sizes_grammar.parse_sizes(text, OFFERED, "the reference user")
 
 
 def _draw_pkts(name: str, p: dict, rng: random.Random) -> int:
     if name == "pareto":
-        x = p["mean_pkts"] * (p["shape"] - 1) / p["shape"] * rng.paretovariate(p["shape"])
+        x = sizes_grammar.pareto_minimum(p) * rng.paretovariate(p["shape"])
     elif name == "lomax":
         x = p["mean_pkts"] * (p["shape"] - 1) * (rng.paretovariate(p["shape"]) - 1.0)
     else:

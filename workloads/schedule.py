@@ -26,6 +26,8 @@ from pathlib import Path
 import numpy as np
 from scipy import optimize, special
 
+from contract import sizes as sizes_grammar
+from contract.sizes import pareto_minimum
 from workloads.schedfile import Flow, ScheduleError, read_schedule, write_schedule  # noqa: F401 (re-export)
 
 PACKET_BYTES = 1500
@@ -53,28 +55,24 @@ class Sizes:
         return self.name + (":" + ",".join(f"{k}={v:g}" for k, v in self.params.items()) if self.params else "")
 
     def draw_continuous(self, rng: np.random.Generator, n: int) -> np.ndarray:
-        return DISTRIBUTIONS[self.name][1](self.params, rng, n)
+        return DISTRIBUTIONS[self.name][0](self.params, rng, n)
 
     def draw(self, rng: np.random.Generator, n: int) -> np.ndarray:
         return np.maximum(1, np.ceil(self.draw_continuous(rng, n))).astype(np.int64)
 
     @property
     def mean_pkts_effective(self) -> float:
-        return DISTRIBUTIONS[self.name][2](self.params)
-
-
-def _pareto_xm(p):
-    return p["mean_pkts"] * (p["shape"] - 1) / p["shape"]
+        return DISTRIBUTIONS[self.name][1](self.params)
 
 
 def _pareto_draw(p, rng, n):
     # numpy's pareto() is Lomax (Pareto II, scale 1); classic Pareto I with minimum xm is xm * (1 + Lomax)
-    return _pareto_xm(p) * (1.0 + rng.pareto(p["shape"], n))
+    return pareto_minimum(p) * (1.0 + rng.pareto(p["shape"], n))
 
 
 def _pareto_mean_l(p):
     # E[ceil X] = sum_{k>=0} P(X > k) = n0 + xm^a * zeta(a, n0), n0 = ceil(xm) (Hurwitz zeta)
-    a, xm = p["shape"], _pareto_xm(p)
+    a, xm = p["shape"], pareto_minimum(p)
     n0 = math.ceil(xm)
     return n0 + xm ** a * float(special.zeta(a, n0))
 
@@ -126,58 +124,18 @@ def _exp_mean_l(p):
     return 1.0 / (1.0 - math.exp(-1.0 / p["mean_pkts"]))
 
 
-# name -> (parameters: required set, defaults), draw, E[L]
+# name -> draw, E[L]; the names, parameters and their checks are the --sizes grammar's (contract.sizes)
 DISTRIBUTIONS = {
-    "pareto": (({"shape", "mean_pkts"}, {"shape": 1.3, "mean_pkts": 30}), _pareto_draw, _pareto_mean_l),
-    "lomax": (({"shape", "mean_pkts"}, {"shape": 1.3, "mean_pkts": 30}), _lomax_draw, _lomax_mean_l),
-    "bounded_pareto": (({"shape", "max_pkts"}, {"shape": 1.3, "mean_pkts": 30, "max_pkts": 100000}),
-                       _bp_draw, _bp_mean_l),
-    "exponential": (({"mean_pkts"}, {"mean_pkts": 6}), _exp_draw, _exp_mean_l),
+    "pareto": (_pareto_draw, _pareto_mean_l),
+    "lomax": (_lomax_draw, _lomax_mean_l),
+    "bounded_pareto": (_bp_draw, _bp_mean_l),
+    "exponential": (_exp_draw, _exp_mean_l),
 }
-_ALLOWED = {"shape", "mean_pkts", "max_pkts", "min_pkts"}
 
 
 def parse_sizes(text: str) -> Sizes:
-    """`name[:k=v,...]`, e.g. `pareto:shape=1.3,mean_pkts=30`, `exponential:mean_pkts=6`,
-    `bounded_pareto:shape=1.3,mean_pkts=30,max_pkts=10000` (or min_pkts= instead of mean_pkts=)."""
-    name, _, rest = text.partition(":")
-    name = name.strip()
-    if name not in DISTRIBUTIONS:
-        raise ValueError(f"--sizes {text!r}: unknown distribution {name!r}; use one of {sorted(DISTRIBUTIONS)}")
-    (required, defaults), _, _ = DISTRIBUTIONS[name]
-    given = {}
-    for item in filter(None, (s.strip() for s in rest.split(","))):
-        k, sep, v = item.partition("=")
-        if not sep or k not in _ALLOWED:
-            raise ValueError(f"--sizes {text!r}: bad parameter {item!r}; write key=value with keys {sorted(_ALLOWED)}")
-        try:
-            given[k] = float(v)
-        except ValueError:
-            raise ValueError(f"--sizes {text!r}: {k}={v!r} is not a number") from None
-    params = dict(defaults)
-    if name == "bounded_pareto" and "min_pkts" in given:
-        params.pop("mean_pkts", None)
-    params.update(given)
-    _check_params(text, name, params)
-    return Sizes(name, {k: params[k] for k in sorted(params)})
-
-
-def _check_params(text, name, p):
-    def bad(why):
-        raise ValueError(f"--sizes {text!r}: {why}")
-    if "shape" in p and name != "exponential" and not p["shape"] > 1:
-        bad("shape must be > 1 (the mean is infinite otherwise)")
-    if "mean_pkts" in p and not p["mean_pkts"] > 0:
-        bad("mean_pkts must be > 0")
-    if name == "pareto" and _pareto_xm(p) <= 0:
-        bad("the Pareto minimum xm = mean*(shape-1)/shape must be > 0")
-    if name == "bounded_pareto":
-        if "mean_pkts" in p and "min_pkts" in p:
-            bad("give mean_pkts or min_pkts, not both")
-        if not p["max_pkts"] > p.get("mean_pkts", p.get("min_pkts", 0)):
-            bad("max_pkts must exceed mean_pkts (or min_pkts)")
-        if "min_pkts" in p and not p["min_pkts"] > 0:
-            bad("min_pkts must be > 0")
+    """A --sizes word (contract.sizes) as the distribution the generator draws from."""
+    return Sizes(*sizes_grammar.parse_sizes(text))
 
 
 # ---------------------------------------------------------------- arrivals, pairs, the schedule
@@ -291,7 +249,7 @@ def main(argv=None) -> int:
     ap.add_argument("--capacity-mbps", type=float, required=True, help="bottleneck capacity C")
     ap.add_argument("--duration", type=float, required=True, help="arrivals in [0, duration) seconds")
     ap.add_argument("--seed", type=int, required=True)
-    ap.add_argument("--sizes", default="pareto:shape=1.3,mean_pkts=30",
+    ap.add_argument("--sizes", default=sizes_grammar.DEFAULT,
                     help=f"distribution[:k=v,...], one of {sorted(DISTRIBUTIONS)} (default %(default)s)")
     ap.add_argument("--reverse-load", type=float, default=0.1, help="load of b->a flows (default %(default)s)")
     ap.add_argument("--mss", type=int, default=DEFAULT_MSS, help="payload bytes per packet (default %(default)s)")
