@@ -25,7 +25,7 @@ import time
 from pathlib import Path
 
 from workloads.checks import lateness
-from workloads.schedfile import Flow, write_schedule
+from contract.schedule import Flow, write_schedule
 from workloads.tests.flowtools import GO, PY, REPO, build_go, free_port, rows, start_server, stop_server
 
 TICK = os.sysconf("SC_CLK_TCK")

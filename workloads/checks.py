@@ -32,7 +32,7 @@ import math
 import statistics
 from pathlib import Path
 
-from workloads.schedfile import read_schedule
+from contract.schedule import read_schedule
 
 LOAD_TOLERANCE = 0.05
 LATENESS_P99_LIMIT_MS = 10.0

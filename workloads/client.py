@@ -28,7 +28,7 @@ import sys
 import time
 
 from workloads.common import CHUNK, HEADER, PAYLOAD, Clock, hosts_port, load_hosts, raise_nofile, write_csv
-from workloads.schedfile import Flow, ScheduleError, read_schedule
+from contract.schedule import Flow, ScheduleError, read_schedule
 
 LOG_COLUMNS = ["flow_id", "src", "dst", "size_bytes", "scheduled_s", "actual_start_s", "lateness_s",
                "connect_s", "first_byte_s", "last_byte_s", "end_s", "bytes", "outcome", "error"]

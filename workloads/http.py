@@ -23,7 +23,7 @@ import re
 import sys
 from pathlib import Path
 
-from workloads.schedfile import read_schedule
+from contract.schedule import read_schedule
 
 
 def make_objects(root: str | Path, sizes_pkts, mss: int = 1460) -> list[str]:

@@ -40,7 +40,7 @@ from pathlib import Path
 from contract import sizes as sizes_grammar
 from workloads.client import EARLY_S, LOG_COLUMNS, FlowRun
 from workloads.common import Clock, hosts_port, load_hosts, write_csv
-from workloads.schedfile import HEADER_BYTES, Flow, write_schedule
+from contract.schedule import HEADER_BYTES, Flow, write_schedule
 
 DEFAULT_SIZES = sizes_grammar.DEFAULT
 THINK_MAX_S = 0.15

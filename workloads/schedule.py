@@ -28,7 +28,7 @@ from scipy import optimize, special
 
 from contract import sizes as sizes_grammar
 from contract.sizes import pareto_minimum
-from workloads.schedfile import Flow, ScheduleError, read_schedule, write_schedule  # noqa: F401 (re-export)
+from contract.schedule import Flow, ScheduleError, read_schedule, write_schedule  # noqa: F401 (re-export)
 
 PACKET_BYTES = 1500
 DEFAULT_MSS = 1460     # payload bytes per packet: 1500 less the IPv4 and TCP headers

@@ -707,7 +707,7 @@ def test_chain_run_has_its_routers_one_server_one_client_and_traces_hop_1(tmp_pa
 def test_reference_user_command_and_its_schedule(tmp_path, monkeypatch):
     """The reference user gets the run's seed, sizes, t0 and stop-at, logs as a client does; the flows it
     started replace the controller's header-only schedule.csv, and check_log is the run's check."""
-    from workloads.schedfile import Flow, write_schedule
+    from contract.schedule import Flow, write_schedule
     spec = _chain_spec()
     r = _chain_run(tmp_path, spec)
     started = []
@@ -800,7 +800,7 @@ def test_chain_run_end_to_end(guest, tmp_path):
     from orchestrate import remote
     from topologies import chain
     from workloads import schedule
-    from workloads.schedfile import read_schedule
+    from contract.schedule import read_schedule
     ssh, t = guest
     spec = _chain_spec(hops=5, cross_flows_per_hop=2, cross_delays_ms=[10, 50])
     spec.update(duration_s=30, warmup_s=5, drain_s=10, trace_favor=False,

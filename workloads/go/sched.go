@@ -1,6 +1,6 @@
 package main
 
-// The schedule reader, validated like workloads/schedfile.py (the same messages, naming the line).
+// The schedule reader, validated like contract/schedule.py (the same messages, naming the line).
 
 import (
 	"bufio"

@@ -5,7 +5,7 @@ import json
 import pytest
 
 from workloads import checks, schedule
-from workloads.schedfile import write_schedule
+from contract.schedule import write_schedule
 from workloads.tests.flowtools import free_port, rows, run_client, start_server, stop_server
 
 LOOP = {h: "127.0.0.1" for h in ("a1", "a2", "a3", "b1", "b2", "b3")}

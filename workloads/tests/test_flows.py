@@ -10,7 +10,7 @@ import uuid
 
 import pytest
 
-from workloads.schedfile import Flow, write_schedule
+from contract.schedule import Flow, write_schedule
 from workloads.tests.flowtools import REPO, free_port, rows, run_client, start_server, stop_server
 
 

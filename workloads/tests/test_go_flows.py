@@ -4,7 +4,7 @@ import subprocess
 
 import pytest
 
-from workloads.schedfile import Flow, write_schedule
+from contract.schedule import Flow, write_schedule
 from workloads.tests.flowtools import PY, REPO, free_port, rows, run_client, start_server, stop_server
 from workloads.tests.test_flows import small_schedule
 

@@ -6,7 +6,7 @@ import time
 import pytest
 
 from workloads import http, persistent, schedule
-from workloads.schedfile import write_schedule
+from contract.schedule import write_schedule
 from workloads.tests.flowtools import free_port
 
 HOSTS = {h: f"10.0.0.{i}" for i, h in enumerate(("a1", "a2", "a3", "b1", "b2", "b3"), 1)}

@@ -11,7 +11,7 @@ import pytest
 
 from workloads import reference
 from workloads.client import LOG_COLUMNS
-from workloads.schedfile import read_schedule
+from contract.schedule import read_schedule
 from workloads.tests.flowtools import GUEST_PY, REPO, free_port, rows, start_server, stop_server
 
 # Debian's python3 without the venv: the reference user runs on testbed hosts, standard library only

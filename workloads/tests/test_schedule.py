@@ -8,7 +8,7 @@ import pytest
 from scipy import stats
 
 from workloads import schedule as S
-from workloads.schedfile import ScheduleError, read_schedule
+from contract.schedule import ScheduleError, read_schedule
 
 KS_ALPHA = 0.01   # a fixed seed: the KS p-value of a correct sampler is uniform, so this fails 1 % of seeds
 

@@ -1,4 +1,4 @@
-"""Reading and writing the schedule file (docs/contracts.md, "Schedule file"). Standard library only.
+"""The schedule file (docs/contracts.md, "Schedule file"): its columns, reader and writer. Standard library only.
 
 The client on a testbed host reads schedules with this module, so it must not import numpy.
 """
