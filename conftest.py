@@ -8,8 +8,8 @@ it. Suites that test the lifecycle itself (favorvm's boot and stop, the image bu
 pool of two guests) still start guests of their own.
 
 Skipped with the reason where the guest cannot run here; failing instead when FAVORLAB_REQUIRE_GUEST=1
-(CI). FAVORLAB_TEST_KEEP_VM=1 leaves the guest running after the session (development: the next session
-finds it up and, if the code did not change, already provisioned).
+(CI), by favorlab_testing.unavailable. FAVORLAB_TEST_KEEP_VM=1 leaves the guest running after the session
+(development: the next session finds it up and, if the code did not change, already provisioned).
 """
 import json
 import os
@@ -20,15 +20,16 @@ from pathlib import Path
 
 import pytest
 
+from favorlab_testing import unavailable
+
 REPO = Path(__file__).resolve().parent
 FAVORVM = REPO / "testbed" / "vm" / "favorvm"
 SHARED_VM = "favorlab-test"
 
 
-def _no_guest(reason: str):
-    if os.environ.get("FAVORLAB_REQUIRE_GUEST") == "1":
-        pytest.fail(f"the guest is required here but cannot run: {reason}")
-    pytest.skip(f"the QEMU guest cannot run on this machine: {reason}; runs wherever qemu and root are")
+def _no_guest(why: str):
+    """Skips (or, where the guest is required, fails) the test: the guest cannot run here, and why."""
+    unavailable(f"the QEMU guest cannot run on this machine: {why}; runs wherever qemu and root are")
 
 
 @pytest.fixture(scope="session")

@@ -18,6 +18,7 @@ from pathlib import Path
 
 import pytest
 
+from favorlab_testing import CONTAINERS, unavailable
 from orchestrate import bundle as bd
 from orchestrate.tests.test_bundle import made, _bundle, _figure_tables  # noqa: F401 (made is a fixture)
 
@@ -104,9 +105,8 @@ def _engine():
     elif subprocess.run([eng, "info"], capture_output=True).returncode:
         why = f"`{eng} info` fails: the engine does not run here"
     if why:
-        if os.environ.get("FAVORLAB_REQUIRE_CONTAINERS") == "1":
-            pytest.fail(f"a container engine is required here but cannot run: {why}")
-        pytest.skip(f"no container engine runs here: {why}; runs wherever podman or docker does, as root")
+        unavailable(f"no container engine runs here: {why}; runs wherever podman or docker does, as root",
+                    required_by=CONTAINERS)
     return eng
 
 

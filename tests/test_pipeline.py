@@ -13,7 +13,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pytest
+from favorlab_testing import unavailable
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -31,9 +31,7 @@ def guest_possible() -> str | None:
 def require_guest():
     why = guest_possible()
     if why:
-        if os.environ.get("FAVORLAB_REQUIRE_GUEST") == "1":
-            pytest.fail(f"the guest is required here but cannot run: {why}")
-        pytest.skip(f"the QEMU guest cannot run on this machine: {why}; runs wherever qemu and root are")
+        unavailable(f"the QEMU guest cannot run on this machine: {why}; runs wherever qemu and root are")
 
 
 def snakemake(cfg: Path, forced_invalid: str, **kw) -> subprocess.Popen:

@@ -14,6 +14,8 @@ from pathlib import Path
 import pytest
 import yaml
 
+from favorlab_testing import unavailable
+
 REPO = Path(__file__).resolve().parents[2]
 FAVORVM = REPO / "testbed" / "vm" / "favorvm"
 _loader = SourceFileLoader("favorvm", str(FAVORVM))
@@ -148,12 +150,6 @@ def test_inventory_is_what_ansible_and_remote_read(tmp_path, monkeypatch):
 
 # ---------------------------------------------------------------- guest: boot twice and stop; provision again
 
-def _no_guest(reason):
-    if os.environ.get("FAVORLAB_REQUIRE_GUEST") == "1":
-        pytest.fail(reason)
-    pytest.skip(reason)
-
-
 def _alive(pid: int) -> bool:
     """The process exists and is not a zombie (the QEMU is reparented to this machine's init, which may
     reap it a little later)."""
@@ -171,9 +167,9 @@ def test_boot_twice_is_one_vm_and_stop_leaves_nothing():
     is the one the image's manifest pins, and stop ends its QEMU, by its PID when the guest hangs, and removes
     its overlay."""
     if not shutil.which("qemu-system-x86_64") or not shutil.which("debootstrap"):
-        _no_guest("qemu-system-x86_64 or debootstrap is missing (./favorlab test installs them)")
+        unavailable("qemu-system-x86_64 or debootstrap is missing (./favorlab test installs them)")
     if os.geteuid() != 0:
-        _no_guest("building the guest image needs root (debootstrap)")
+        unavailable("building the guest image needs root (debootstrap)")
     name = "vmtest"
     t0 = time.time()
     p = subprocess.run([str(FAVORVM), "start", "--name", name], capture_output=True, text=True, timeout=1800)
@@ -313,7 +309,7 @@ def test_build_killed_mid_chroot_leaves_the_host_intact():
     it): nothing stays mounted on the host, the build's processes die with it, and the next build
     clears the half-built tree without touching the host's /dev."""
     if os.geteuid() != 0 or not shutil.which("debootstrap") or not shutil.which("unshare"):
-        _no_guest("building the guest image needs root, debootstrap and unshare (./favorlab test installs them)")
+        unavailable("building the guest image needs root, debootstrap and unshare (./favorlab test installs them)")
     work = Path(str(fv.image_dir()) + ".partial")
     before = _dev_snapshot()
     b = _Build()

@@ -1,13 +1,8 @@
 """The `impl` fixture: the client/server contract tests run against the Python and the Go implementation."""
-import os
-
 import pytest
 
+from favorlab_testing import CI, GUEST, unavailable
 from workloads.tests.flowtools import GO, PY, build_go
-
-
-def _strict() -> bool:
-    return os.environ.get("FAVORLAB_REQUIRE_GUEST") == "1" or os.environ.get("CI", "").lower() == "true"
 
 
 @pytest.fixture(scope="session")
@@ -15,9 +10,7 @@ def go_built():
     """Builds workloads/go/bin/favorflow once per session; skips without `go` (fails in CI instead)."""
     why = build_go()
     if why:
-        if _strict():
-            pytest.fail(why + " (required: FAVORLAB_REQUIRE_GUEST=1 or CI=true)")
-        pytest.skip(why)
+        unavailable(why, required_by=GUEST + CI)
     return GO
 
 
