@@ -201,7 +201,7 @@ def main(argv=None) -> int:
         left = (f"; the slice may exist: python -m orchestrate.fabric delete --name {a.name}"
                 if getattr(a, "reserving", False) else "")
         print(f"fabric: {type(e).__name__}: {e}\nCheck fabric_rc (token, project, bastion and slice keys: "
-              f"README.md, 'On FABRIC'){left}", file=sys.stderr)
+              f"docs/testbeds.md, 'On FABRIC'){left}", file=sys.stderr)
         return 1
 
 

@@ -22,8 +22,8 @@ import math
 import statistics
 from pathlib import Path
 
-# Until a run has been made on this kind of testbed: the overhead measured on the TCG guest of a 2-core
-# machine in the quick run of 2026-11-23 (20 runs of 70 + 20 s at 111-162 s each, median about 42 s).
+# Until a run has been made on this kind of testbed: the median overhead of quick's runs on the TCG guest of a
+# 2-core machine (docs/measurements.md, "The plan's default overhead").
 DEFAULT_OVERHEAD_S = {"local-vm": 42.0}
 
 

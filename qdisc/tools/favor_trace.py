@@ -75,7 +75,7 @@ def record_cmd_off(root: Path) -> Path | None:
     and disabling it unhooks them. The CSV never uses task names. Hooking and unhooking live-patch the
     scheduler's code while every CPU runs it, and in the TCG guest that patching has hung the whole guest:
     one vCPU stuck in __schedule on the instruction being patched, the other waiting for it forever in
-    text_poke_bp (qdisc guest tests, CI and a loop here, 2026-11-24; the serial console shows it). Without
+    text_poke_bp (the serial console shows it; docs/measurements.md, "Checks behind code comments"). Without
     it only favor_enqueue's own call sites are patched, and they are idle when the recorder starts and
     stops (before the traffic and after it)."""
     opt = root / "options" / "record-cmd"
@@ -162,7 +162,7 @@ def main():
         fd = os.open(inst / "trace_pipe", os.O_RDONLY | os.O_NONBLOCK)
         # The events stay in the kernel's ring buffer while the run is measured: reading trace_pipe makes the
         # kernel format every event as text, and parsing it costs Python more again (together 16-19 % of
-        # the TCG guest's CPU at load 0.75-0.95, quick run of 2026-11-23, FaQ runs only). The buffer is
+        # the TCG guest's CPU at load 0.75-0.95 in quick's FaQ runs; docs/measurements.md). The buffer is
         # copied out unparsed only when one CPU's buffer is half full (long or fast runs), and parsed after
         # the stop signal, outside the measured window.
         with tempfile.TemporaryFile() as spool:

@@ -9,7 +9,7 @@ save the XML as manifest.xml on your controller machine. Then, in your clone of 
     .venv/bin/python -m orchestrate.cloudlab manifest.xml --user YOUR_CLOUDLAB_USER --key ~/.ssh/id_ed25519 -o ansible/inventories/cloudlab/hosts.yml
     cd ansible && ../.venv/bin/ansible-playbook -i inventories/cloudlab/hosts.yml site.yml
 
-and point a config at node0 (README.md, "On CloudLab"). Terminate the experiment when done.
+and point a config at node0 (docs/testbeds.md, "On CloudLab"). Terminate the experiment when done.
 """
 # The portal runs this file as it is (geni-lib, Python 3). It has to be uploaded or pasted as a
 # profile: a repository-based CloudLab profile reads only a profile.py at the top of a repository.
