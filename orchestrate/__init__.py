@@ -1,8 +1,12 @@
 """The controller, in one package: everything that runs on the machine that drives the experiments and
 nothing that runs on a testbed host (that is testbed/).
 
-    experiment   a config: schema with defaults, validation naming the fix, the run matrix, run specs
-    pool         testbed pools: member ids, machine-wide leases, members left out, known_hosts files
+    config       a config file read and validated (defaults from the schema, every problem with its fix)
+    sections     a config's sections resolved into the matrix's axes, and the checks of each
+    matrix       the run matrix: its points (one run each), run ids, schedule ids
+    runspec      a run's run.json, its AQM's tc arguments and its schedule's arguments
+    schedule     the schedule generator (numpy): a run's flows, written in contract.schedule's format
+    pool         testbed pools: the testbed section's members, leases, members left out, known_hosts files
     testbeds     bring a testbed up (boot, provision with Ansible) or down; its ssh coordinates
     remote       ssh and rsync to a testbed: copy a run's inputs, start the runner, copy the run back
     run_step     one run of the matrix under a lease, redone while invalid, up to `attempts`

@@ -44,7 +44,8 @@ import time
 import zlib
 from pathlib import Path
 
-from orchestrate import experiment
+from orchestrate import matrix as run_matrix
+from orchestrate.config import ConfigError, read_config
 from orchestrate.provenance import REPO, favorlab_commit
 
 SUMS = "SHA256SUMS"
@@ -243,15 +244,15 @@ def bundle(config: str | Path, out: str | Path | None = None, pcaps: bool = Fals
     config's own runs go in (its matrix, as the pipeline analyses them); others in the directory are named."""
     config = Path(config)
     try:
-        cfg = experiment.load(config, warn=lambda _m: None)
-    except experiment.ConfigError as e:
+        cfg = read_config(config, warn=lambda _m: None)
+    except ConfigError as e:
         raise BundleError(str(e)) from e
     name = cfg["name"]
     if not PART.fullmatch(name) or not CONFIG_FILE.fullmatch(config.name):
         raise BundleError(f"config {config.name!r} (name {name!r}): a bundle's config file and name are plain "
                           f"names (letters, digits, '._-', a .yaml file). Fix: rename the config file or its name")
     results = Path(results) if results else REPO / "results" / name
-    matrix = {r.run_id for r in experiment.runs(cfg)}
+    matrix = {r.run_id for r in run_matrix.runs(cfg)}
     done_all, _ = finished_runs(results)
     extra = [r for r in done_all if r not in matrix]
     runs, files = contents(results, pcaps, only=matrix)

@@ -6,7 +6,7 @@
 Each rate (flows per second, forward direction) becomes one run of the base config's scenario with the
 sizes' mean replaced by --mean-pkts and the load that gives that rate on the base bottleneck
 (load = rate * mean_pkts * 1500 B * 8 / bottleneck), one attempt, made exactly as the pipeline makes it
-(orchestrate.experiment.run_spec, workloads.schedule, orchestrate.run_step on the same testbed, which stays up between rates).
+(orchestrate.runspec.run_spec, orchestrate.schedule, orchestrate.run_step on the same testbed, which stays up between rates).
 The ramp goes up until the first run the testbed cannot carry: invalid on `cpu_busy` or on the
 workload's scheduling lateness (the checks of testbed/runner, unchanged). A run invalid for another
 reason (the bottleneck's rate, an RTT) is reported and the ramp goes on, since it says nothing of CPU.
@@ -25,7 +25,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-from orchestrate import experiment, testbeds
+from orchestrate import matrix, runspec, testbeds
+from orchestrate.config import ConfigError, read_config, validate
 
 REPO = Path(__file__).resolve().parents[1]
 # the checks that say the testbed, not the network, ran out: CPU, flows started late or not at all
@@ -48,7 +49,7 @@ def config_for(base: dict, mean_pkts: float, rate: float, aqm: str, duration: fl
     if duration:
         cfg["duration_s"] = duration
     cfg["name"] = f"capacity-m{mean_pkts:g}-{cfg['workload_impl']}"
-    return experiment.validate(cfg, f"capacity ramp at {rate:g} flows/s")
+    return validate(cfg, f"capacity ramp at {rate:g} flows/s")
 
 
 def capacity_failures(fid: dict) -> list[str]:
@@ -58,15 +59,15 @@ def capacity_failures(fid: dict) -> list[str]:
 
 
 def one_rate(cfg: dict, rate: float, out: Path) -> dict:
-    run = experiment.runs(cfg)[0]
-    spec = experiment.run_spec(cfg, run)
+    run = matrix.runs(cfg)[0]
+    spec = runspec.run_spec(cfg, run)
     d = out / f"rate{rate:g}"
     run_dir = d / "runs" / spec["run_id"]
     if not (run_dir / "DONE").is_file():
         d.mkdir(parents=True, exist_ok=True)
         (d / "run.json").write_text(json.dumps(spec, indent=2) + "\n")
         sched = d / "schedule.csv"
-        subprocess.run([sys.executable, "-m", "workloads.schedule", *experiment.schedule_args(cfg, run),
+        subprocess.run([sys.executable, "-m", "orchestrate.schedule", *runspec.schedule_args(cfg, run),
                         "--out", str(sched)], cwd=REPO, check=True, stdout=subprocess.DEVNULL)
         rc = subprocess.run([sys.executable, "-m", "orchestrate.run_step",
                              "--testbed", json.dumps(cfg["testbed"]), "--spec", str(d / "run.json"),
@@ -116,8 +117,8 @@ def main(argv=None) -> int:
     ap.add_argument("--keep-up", action="store_true", help="leave the testbed running afterwards")
     a = ap.parse_args(argv)
     try:
-        base = experiment.load(a.base)
-    except experiment.ConfigError as e:
+        base = read_config(a.base)
+    except ConfigError as e:
         print(f"capacity: {e}", file=sys.stderr)
         return 2
     if base.get("sections") or base.get("bottlenecks") or isinstance(base["sizes"], list) or len(base.get("cc", [0])) > 1:

@@ -1,10 +1,10 @@
-"""A config's testbeds as a pool: member ids, machine-wide leases, the members a pipeline left out, and
-each member's known_hosts file.
+"""A config's testbeds as a pool: the testbed section expanded into members, member ids, machine-wide
+leases, the members a pipeline left out, and each member's known_hosts file.
 
 A member is one testbed: a local QEMU guest (`favorlab`, `favorlab-2`, ...) or one host of an Ansible
-inventory. orchestrate/experiment.py expands a config's `testbed` section into its members (dicts
-with an "id" and what orchestrate.testbeds needs: kind, vm_name or inventory + host); a run job leases one with
-lease(), runs there and releases it.
+inventory. expand_pool (called by orchestrate.config.validate) expands a config's `testbed` section into its
+members (dicts with an "id" and what orchestrate.testbeds needs: kind, vm_name or inventory + host); a run
+job leases one with lease(), runs there and releases it.
 
 Leases are `filelock` locks in ${FAVORLAB_CACHE:-~/.cache/favorlab}/leases/<member-id>.lock: an flock
 held for as long as the job uses the testbed and dropped by the kernel when the process dies, so a
@@ -21,11 +21,15 @@ import json
 import os
 import re
 import socket
+import subprocess
+import sys
 import time
 from datetime import datetime, timezone
 from pathlib import Path
 
 from orchestrate import atomic
+
+REPO = Path(__file__).resolve().parents[1]
 
 # A local guest has 2 vCPUs (testbed/README.md, "vCPUs": 2 measured against 1 and 3), and a guest whose
 # vCPUs share a host core with another guest's is slowed in every run: one guest per 2 host cores.
@@ -201,3 +205,117 @@ def no_testbed_left_message(members: list[dict], out: dict[str, dict]) -> str:
             + "\n".join(lines) + "\nFix: bring them back (a dead local guest restarts on the next "
             "pipeline start; check an ssh host with ssh or the provider's portal) and run the pipeline "
             "again; each start gives every member a new chance.")
+
+
+# ------------------------------------------------------------------ a config's testbed section as a pool
+
+class PoolError(ValueError):
+    """A testbed section that names no usable pool: the message names the key and the fix."""
+
+
+def testbed_defaults(schema: dict) -> dict:
+    props = schema["properties"]["testbed"]["properties"]
+    return {k: v["default"] for k, v in props.items() if "default" in v}
+
+
+def pool_problems(tb: dict, source: str) -> list[str]:
+    p = []
+    if tb["kind"] == "local-vm":
+        for key in ("inventory", "host", "hosts", "group"):
+            if key in tb:
+                p.append(f"{source}: testbed.{key} is for kind 'ssh' (hosts of an inventory); kind 'local-vm' "
+                         f"runs QEMU guests on this machine. Fix: remove testbed.{key}, or set kind: ssh.")
+        return p
+    if "count" in tb:
+        p.append(f"{source}: testbed.count is for kind 'local-vm'; an ssh pool is the hosts it names. Fix: "
+                 f"remove count and list the hosts (testbed.hosts: [node0, node1]) or name an inventory "
+                 f"group (testbed.group: ssh_hosts).")
+    if "inventory" not in tb:
+        p.append(f"{source}: testbed: kind 'ssh' needs 'inventory'. Fix: add testbed.inventory "
+                 f"(see ansible/inventories/ssh-hosts/).")
+    elif not inventory_path(tb["inventory"]).exists():
+        p.append(f"{source}: testbed.inventory {tb['inventory']!r} does not exist. "
+                 f"Fix: point it at an inventory file.")
+    given = [k for k in ("host", "hosts", "group") if k in tb]
+    if not given:
+        p.append(f"{source}: testbed: kind 'ssh' needs 'host' (one host), 'hosts' (a list) or 'group' "
+                 f"(an inventory group). Fix: add testbed.host: node0, testbed.hosts: [node0, node1] or "
+                 f"testbed.group: ssh_hosts.")
+    elif len(given) > 1:
+        p.append(f"{source}: testbed has {' and '.join(given)}: name the hosts one way. Fix: keep one of "
+                 f"host, hosts, group.")
+    return p
+
+
+def inventory_path(inv: str) -> Path:
+    """A config's inventory path: relative to the repository (as the shipped examples are), else as given."""
+    p = Path(inv).expanduser()
+    return p if p.is_absolute() or not (REPO / p).exists() else REPO / p
+
+
+def inventory_groups(inv: Path) -> dict:
+    """`ansible-inventory --list` of an inventory: {group: {"hosts": [...], "children": [...]}, ...}."""
+    exe = Path(sys.executable).parent / "ansible-inventory"
+    out = subprocess.run([str(exe) if exe.exists() else "ansible-inventory", "-i", str(inv), "--list"],
+                         capture_output=True, text=True, cwd=REPO / "ansible", stdin=subprocess.DEVNULL)
+    if out.returncode != 0:
+        raise PoolError(f"testbed.inventory {inv}: ansible-inventory cannot read it: "
+                        f"{out.stderr.strip()[-500:]}. Fix: correct the inventory file.")
+    return json.loads(out.stdout)
+
+
+def group_hosts(groups: dict, group: str) -> list[str]:
+    """Every host of a group and of its child groups, each once, in the order ansible-inventory lists them."""
+    seen, out = set(), []
+
+    def walk(g):
+        if g in seen:
+            return
+        seen.add(g)
+        for h in groups.get(g, {}).get("hosts", []):
+            if h not in out:
+                out.append(h)
+        for c in groups.get(g, {}).get("children", []):
+            walk(c)
+    walk(group)
+    return out
+
+
+def expand_pool(tb: dict, defaults: dict, source: str = "config", warn=None) -> dict:
+    """The testbed section -> {"members": [member, ...], "size": N, "retries": R}; each member is a dict
+    orchestrate.testbeds takes (kind, vm_name or inventory + host, keep_running, p4) with its id
+    (the VM name, or host@<inventory path hash>). defaults: the schema's testbed
+    defaults, from the schema validate has already read."""
+    common = {"keep_running": tb.get("keep_running", defaults["keep_running"])}
+    if tb.get("p4"):
+        common["p4"] = True
+    if tb["kind"] == "local-vm":
+        rule = default_vm_count()
+        count = tb.get("count", rule)
+        if count > rule and warn:
+            warn(f"{source}: testbed.count {count} is above this machine's {rule} (one guest per "
+                 f"{CORES_PER_GUEST} of its {os.cpu_count()} cores): the guests will share CPU, which "
+                 f"slows every run, and the fidelity checks (CPU, start lateness) may reject runs.")
+        members = [dict(common, id=n, kind="local-vm", vm_name=n) for n in vm_names(tb["vm_name"], count)]
+    else:
+        inv = inventory_path(tb["inventory"])
+        groups = inventory_groups(inv)
+        known = group_hosts(groups, "all")
+        if "group" in tb:
+            if tb["group"] not in groups:
+                raise PoolError(f"{source}: testbed.group {tb['group']!r} is not a group of {tb['inventory']} "
+                                f"(it has {', '.join(sorted(g for g in groups if g != '_meta'))}). Fix: "
+                                f"name one of those.")
+            hosts = group_hosts(groups, tb["group"])
+            if not hosts:
+                raise PoolError(f"{source}: testbed.group {tb['group']!r} of {tb['inventory']} has no hosts. "
+                                f"Fix: add hosts to it, or name another group.")
+        else:
+            hosts = tb["hosts"] if "hosts" in tb else [tb["host"]]
+            missing = [h for h in hosts if h not in known]
+            if missing:
+                raise PoolError(f"{source}: testbed: {', '.join(missing)} not in {tb['inventory']} (its hosts: "
+                                f"{', '.join(known) or 'none'}). Fix: name hosts of that inventory.")
+        members = [dict(common, id=ssh_member_id(h, inv), kind="ssh", inventory=str(inv), host=h)
+                   for h in hosts]
+    return {"members": members, "size": len(members), "retries": tb.get("retries", defaults["retries"])}

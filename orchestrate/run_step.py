@@ -174,7 +174,7 @@ def _terminate(signum, frame):
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(prog="python -m orchestrate.run_step", description=__doc__.splitlines()[0])
     ap.add_argument("--testbed", required=True,
-                    help="the pool's members (orchestrate.experiment's pool), or one testbed, as JSON")
+                    help="the pool's members (orchestrate.pool.expand_pool's), or one testbed, as JSON")
     ap.add_argument("--spec", required=True, type=Path, help="run.json of this run")
     ap.add_argument("--schedule", required=True, type=Path, help="schedule.csv of this run")
     ap.add_argument("--run-dir", required=True, type=Path, help="final run directory")

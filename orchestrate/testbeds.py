@@ -9,8 +9,8 @@
     python -m orchestrate.testbeds down-all --pool '...'
     python -m orchestrate.testbeds clean CONFIG.yaml | VM_NAME | HOST --inventory INV [--check] [--dry-run]
 
-`--testbed` is one member of a pool (orchestrate.experiment.expand_pool), or a config's testbed section naming one
-testbed; `--pool` is the pool (a list of members, or orchestrate.experiment's {"members": [...]}).
+`--testbed` is one member of a pool (orchestrate.pool.expand_pool), or a config's testbed section naming one
+testbed; `--pool` is the pool (a list of members, or orchestrate.pool.expand_pool's {"members": [...]}).
 
 `up` is idempotent and cheap when nothing changed: the host records the hash of the code it was
 provisioned with in /run/favorlab/provisioned (tmpfs: a rebooted host is provisioned again), and
@@ -46,7 +46,8 @@ import threading
 import time
 from pathlib import Path
 
-from orchestrate import experiment, pool
+from orchestrate import pool
+from orchestrate.config import ConfigError, p4_tarball, read_config
 from orchestrate.remote import Ssh
 
 REPO = Path(__file__).resolve().parents[1]
@@ -69,7 +70,7 @@ def log(msg: str, out=None) -> None:
 
 
 def members_of(value) -> list[dict]:
-    """A pool (list of members, or orchestrate.experiment's {"members": [...]}) or one testbed dict -> members with ids."""
+    """A pool (list of members, or orchestrate.pool.expand_pool's {"members": [...]}) or one testbed dict -> members with ids."""
     if isinstance(value, dict) and "members" in value:
         value = value["members"]
     if isinstance(value, dict):
@@ -172,7 +173,7 @@ def site_vars(tb: dict, ssh_common_args: list[str]) -> dict:
     ev = {}
     if tb.get("p4"):   # a config with a P4 AQM: the toolchain and the programs too (role p4_toolchain)
         ev["favorlab_p4"] = True
-        tarball = experiment.p4_tarball()
+        tarball = p4_tarball()
         if tarball:
             ev["p4_toolchain_tarball"] = str(Path(tarball).resolve())
     # the member's host-key options ahead of the inventory's own (Ssh.common_args): as an extra var it
@@ -226,8 +227,8 @@ def clean_members(target: str, inventory_path: str | None = None) -> list[dict]:
         return members_of({"kind": "ssh", "inventory": str(Path(inventory_path).resolve()), "host": target})
     if target.endswith((".yaml", ".yml")):
         try:
-            cfg = experiment.load(target, warn=lambda m: None)
-        except experiment.ConfigError as e:
+            cfg = read_config(target, warn=lambda m: None)
+        except ConfigError as e:
             raise TestbedError(f"testbed: {e}") from None
         return members_of(cfg["pool"])
     if (pool.cache_root() / "vm" / "run" / target).is_dir():

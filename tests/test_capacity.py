@@ -4,14 +4,14 @@ import json
 
 import pytest
 
-from orchestrate import capacity, experiment
-from orchestrate.experiment import REPO
+from orchestrate import capacity
+from orchestrate.config import REPO, read_config
 
 
 def test_rate_becomes_the_load_that_offers_it():
     # 26.4 flows/s of 30 packets of 1500 B on 10 Mb/s is load 0.95
     assert capacity.load_for(26.4, 30, 10) == 0.9504
-    base = experiment.load("config/quick.yaml")
+    base = read_config("config/quick.yaml")
     cfg = capacity.config_for(base, 10, 75, "droptail", None, "go")
     assert cfg["loads"] == [0.9] and cfg["sizes"]["mean_pkts"] == 10 and cfg["aqms"] == ["droptail"]
     assert cfg["attempts"] == 1 and cfg["replications"] == 1 and cfg["topology"] == base["topology"]

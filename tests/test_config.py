@@ -7,7 +7,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from orchestrate import experiment
+from orchestrate import matrix, runspec
+from orchestrate.config import ConfigError, read_config, validate
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -18,22 +19,22 @@ def smoke():
 
 @pytest.mark.parametrize("name", ["smoke", "quick", "paper", "figures", "aqm-bench", "synflood"])
 def test_shipped_configs_are_valid(name):
-    cfg = experiment.load(REPO / "config" / f"{name}.yaml")
+    cfg = read_config(REPO / "config" / f"{name}.yaml")
     assert cfg["name"] == name
-    assert experiment.runs(cfg)
+    assert matrix.runs(cfg)
 
 
 def test_aqm_bench_has_every_qdisc_aqm():
     """A new entry of config/aqms.yaml joins the benchmark (the P4 programs need their toolchain: p4-quick)."""
-    cfg = experiment.load(REPO / "config" / "aqm-bench.yaml")
-    qdisc_aqms = {n for n, e in experiment.load_aqms().items() if e["forward"]["kind"] != "p4"}
+    cfg = read_config(REPO / "config" / "aqm-bench.yaml")
+    qdisc_aqms = {n for n, e in runspec.load_aqms().items() if e["forward"]["kind"] != "p4"}
     assert set(cfg["aqms"]) == qdisc_aqms
-    assert {r.load for r in experiment.runs(cfg)} == {0.25, 0.55, 0.85, 0.95}
+    assert {r.load for r in matrix.runs(cfg)} == {0.25, 0.55, 0.85, 0.95}
 
 
 def test_quick_covers_all_ten_loads_for_both_aqms():
-    cfg = experiment.load(REPO / "config" / "quick.yaml")
-    runs = experiment.runs(cfg)
+    cfg = read_config(REPO / "config" / "quick.yaml")
+    runs = matrix.runs(cfg)
     assert sorted({r.load for r in runs}) == pytest.approx([0.05 + 0.1 * i for i in range(10)])
     assert {r.aqm for r in runs} == {"droptail", "favor"}
     assert len(runs) == 20
@@ -71,8 +72,8 @@ def test_quick_covers_all_ten_loads_for_both_aqms():
 def test_bad_config_names_key_and_fix(mutate, words):
     cfg = smoke()
     mutate(cfg)
-    with pytest.raises(experiment.ConfigError) as e:
-        experiment.validate(cfg, "my.yaml")
+    with pytest.raises(ConfigError) as e:
+        validate(cfg, "my.yaml")
     msg = str(e.value)
     assert "my.yaml" in msg and "Fix:" in msg
     for w in words:
@@ -80,22 +81,22 @@ def test_bad_config_names_key_and_fix(mutate, words):
 
 
 def test_schedule_shared_across_aqms_and_iw_but_not_loads():
-    cfg = experiment.validate(dict(smoke(), iw=[2, 10], loads=[0.25, 0.75]))
-    runs = experiment.runs(cfg)
+    cfg = validate(dict(smoke(), iw=[2, 10], loads=[0.25, 0.75]))
+    runs = matrix.runs(cfg)
     by_sched = {}
     for r in runs:
         by_sched.setdefault(r.schedule_id, set()).add((r.aqm, r.iw))
         # the seed of a schedule depends only on (load, replication)
     assert len(by_sched) == 2
     assert all(len(v) == 4 for v in by_sched.values())
-    seeds = {r.schedule_id: experiment.schedule_seed(cfg, r) for r in runs}
+    seeds = {r.schedule_id: runspec.schedule_seed(cfg, r) for r in runs}
     assert len(set(seeds.values())) == 2
 
 
 def test_run_spec_maps_aqm_names_to_qdiscs():
-    cfg = experiment.load(REPO / "config" / "smoke.yaml")
-    run = next(r for r in experiment.runs(cfg) if r.aqm == "favor")
-    spec = experiment.run_spec(cfg, run)
+    cfg = read_config(REPO / "config" / "smoke.yaml")
+    run = next(r for r in matrix.runs(cfg) if r.aqm == "favor")
+    spec = runspec.run_spec(cfg, run)
     assert spec["aqm"]["forward"] == {"kind": "favor", "args": ["limit", "8"]}
     assert spec["aqm"]["reverse"] == {"kind": "pfifo", "args": ["limit", "8"]}
     assert spec["tcp"]["iw"] == 2 and spec["tcp"]["sack"] is False and spec["tcp"]["initial_rto_ms"] == 3000
@@ -139,39 +140,39 @@ def test_snakemake_plans_the_whole_matrix(config, schedules, runs, tmp_path):
 def test_fidelity_thresholds_default_and_override(tmp_path):
     """The runner's validity thresholds reach the run spec: defaults for the kernel configs, the
     stated looser ones for p4-quick; out-of-range values are rejected before any run."""
-    quick = experiment.load(REPO / "config" / "quick.yaml")
-    spec = experiment.run_spec(quick, experiment.runs(quick)[0])
+    quick = read_config(REPO / "config" / "quick.yaml")
+    spec = runspec.run_spec(quick, matrix.runs(quick)[0])
     assert spec["fidelity"] == {"rtt_tolerance_ms": 3.0, "rate_min_share": 0.9}
     cfg = yaml.safe_load((REPO / "config" / "quick.yaml").read_text())
     cfg["fidelity"] = {"rtt_tolerance_ms": 10}
     p = tmp_path / "c.yaml"
     p.write_text(yaml.safe_dump(cfg))
-    assert experiment.run_spec(experiment.load(p), experiment.runs(experiment.load(p))[0])["fidelity"] == \
+    assert runspec.run_spec(read_config(p), matrix.runs(read_config(p))[0])["fidelity"] == \
         {"rtt_tolerance_ms": 10, "rate_min_share": 0.9}
     cfg["fidelity"] = {"rate_min_share": 1.5}
     p.write_text(yaml.safe_dump(cfg))
-    with pytest.raises(experiment.ConfigError, match="rate_min_share"):
-        experiment.load(p)
+    with pytest.raises(ConfigError, match="rate_min_share"):
+        read_config(p)
 
 
 def test_config_strings_reach_the_shell_as_one_word(tmp_path):
     """Inventory and host strings come from the user's config: a quote or `;` in them must not run anything."""
     import json
     tb = {"kind": "ssh", "inventory": "inv'; touch " + str(tmp_path / "pwned") + "; echo '", "host": "h$(id)"}
-    out = subprocess.run(["bash", "-c", f"echo {experiment.shell_json(tb)}"], capture_output=True, text=True).stdout
+    out = subprocess.run(["bash", "-c", f"echo {runspec.shell_json(tb)}"], capture_output=True, text=True).stdout
     assert json.loads(out) == tb and not (tmp_path / "pwned").exists()
     rules = (REPO / "workflow" / "rules" / "testbed.smk").read_text()
     # the run, the pool brought up before it (onstart) and down after it (onsuccess, onerror)
-    assert "'{tb}'" not in rules and "'{pool}'" not in rules and rules.count("experiment.shell_json(") == 4
+    assert "'{tb}'" not in rules and "'{pool}'" not in rules and rules.count("runspec.shell_json(") == 4
 
 
 def test_a_validated_config_validates_again_unchanged():
     """capacity.py and others edit a loaded config and validate it again: what validate derives (the pool,
     the P4 flag) must not read as unknown keys."""
     path = REPO / "config" / "quick.yaml"
-    cfg = experiment.load(path)
+    cfg = read_config(path)
     # the same source, since each section's `where` (what its messages begin with) names it
-    again = experiment.validate(cfg, str(path))
+    again = validate(cfg, str(path))
     assert again == cfg
 
 
@@ -188,10 +189,10 @@ def test_every_axis_is_in_the_run_id_and_the_spec():
              cc=["reno", "cubic"])
     c["topology"] = {k: v for k, v in c["topology"].items() if k not in ("bottleneck_mbps", "buffer_pkts",
                                                                            "reverse_buffer_pkts")}
-    cfg = experiment.validate(c)
-    runs = experiment.runs(cfg)
+    cfg = validate(c)
+    runs = matrix.runs(cfg)
     assert len(runs) == 2 * 2 * 2 * 2 and len({r.run_id for r in runs}) == 16
-    specs = {r.run_id: experiment.run_spec(cfg, r) for r in runs}
+    specs = {r.run_id: runspec.run_spec(cfg, r) for r in runs}
     s = specs["dumbbell-100M-buf83-pareto10-paper-cubic_favor_load0.50_iw2_rep0"]
     assert s["topology"]["bottleneck_mbps"] == 100 and s["topology"]["buffer_pkts"] == 83
     assert s["topology"]["reverse_buffer_pkts"] == 83 and s["topology"]["access_mbps"] == 1000
@@ -202,7 +203,7 @@ def test_every_axis_is_in_the_run_id_and_the_spec():
     assert s10["topology"]["access_mbps"] == 100 and s10["topology"]["reverse_buffer_pkts"] == 8
     # a schedule per (bottleneck rate, sizes): shared by the AQMs and congestion controls, not across rates
     assert len({r.schedule_id for r in runs}) == 4
-    args = experiment.schedule_args(cfg, next(r for r in runs if r.bottleneck_mbps == 100 and dict(r.sizes)["mean_pkts"] == 10))
+    args = runspec.schedule_args(cfg, next(r for r in runs if r.bottleneck_mbps == 100 and dict(r.sizes)["mean_pkts"] == 10))
     assert args[args.index("--capacity-mbps") + 1] == "100" and "mean_pkts=10" in args[args.index("--sizes") + 1]
 
 
@@ -211,7 +212,7 @@ def test_buffer_sweep_replays_one_schedule_at_every_buffer():
     c = dict(smoke(), bottlenecks=[{"bottleneck_mbps": 10, "buffer_pkts": b} for b in (8, 16, 32)])
     for k in ("bottleneck_mbps", "buffer_pkts", "reverse_buffer_pkts"):
         c["topology"].pop(k, None)
-    runs = experiment.runs(experiment.validate(c))
+    runs = matrix.runs(validate(c))
     assert {r.buffer_pkts for r in runs} == {8, 16, 32}
     assert len({r.schedule_id for r in runs}) == len(c["loads"]) * c["replications"]
 
@@ -222,8 +223,8 @@ def test_sections_are_a_union_of_matrices_and_a_shared_run_is_made_once():
         {"name": "iw", "iw": [2, 10], "figures": ["F27"]},
         {"name": "sizes", "sizes": [{"distribution": "exponential", "mean_pkts": 6}], "tcp_profile": "linux"},
     ])
-    cfg = experiment.validate(c)
-    runs = experiment.runs(cfg)
+    cfg = validate(c)
+    runs = matrix.runs(cfg)
     ids = [r.run_id for r in runs]
     assert len(ids) == len(set(ids))
     # table1: 2 loads x 2 AQMs; iw: its IW 2 runs at load 0.25 are table1's; sizes: 2 more
@@ -231,15 +232,15 @@ def test_sections_are_a_union_of_matrices_and_a_shared_run_is_made_once():
     assert {r.section for r in runs if r.iw == 2 and r.size_tag == "pareto30" and r.load == 0.25} == {"table1"}
     lin = [r for r in runs if r.section == "sizes"]
     assert {r.cell for r in lin} == {"dumbbell-10M-buf8-exp6-linux-cubic"}
-    spec = experiment.run_spec(cfg, lin[0])
+    spec = runspec.run_spec(cfg, lin[0])
     assert spec["tcp"]["sack"] is True and spec["sizes"] == {"distribution": "exponential", "mean_pkts": 6}
 
 
 def test_a_validated_config_validates_again_with_the_same_runs():
     """capacity.py edits a validated config and validates it again: what validate derives is not a key."""
-    cfg = experiment.load(REPO / "config" / "quick.yaml")
-    again = experiment.validate(cfg)
-    assert [r.run_id for r in experiment.runs(again)] == [r.run_id for r in experiment.runs(cfg)]
+    cfg = read_config(REPO / "config" / "quick.yaml")
+    again = validate(cfg)
+    assert [r.run_id for r in matrix.runs(again)] == [r.run_id for r in matrix.runs(cfg)]
 
 
 def test_persistent_scenario_section():
@@ -247,40 +248,40 @@ def test_persistent_scenario_section():
     c = dict(smoke(), sections=[{"name": "persistent", "scenario": "persistent", "loads": [0.2],
                                  "sizes": {"distribution": "exponential", "mean_pkts": 6},
                                  "duration_s": 120, "warmup_s": 60}])
-    cfg = experiment.validate(c)
-    run = experiment.runs(cfg)[0]
-    spec = experiment.run_spec(cfg, run)
+    cfg = validate(c)
+    run = matrix.runs(cfg)[0]
+    spec = runspec.run_spec(cfg, run)
     assert run.run_id.startswith("persistent-10M-buf8-exp6-paper-reno_")
     assert spec["workload"] == {"kind": "persistent", "flows": 50, "start_s": 40.0}
     assert spec["topology"]["kind"] == "dumbbell" and spec["scenario"] == "persistent"
-    args = experiment.schedule_args(cfg, run)
+    args = runspec.schedule_args(cfg, run)
     assert args[args.index("--topology") + 1] == "dumbbell"
     # the web scenario's spec says so too
-    plain = experiment.load(REPO / "config" / "quick.yaml")
-    assert experiment.run_spec(plain, experiment.runs(plain)[0])["workload"] == {"kind": "web"}
+    plain = read_config(REPO / "config" / "quick.yaml")
+    assert runspec.run_spec(plain, matrix.runs(plain)[0])["workload"] == {"kind": "web"}
     c["sections"][0]["persistent"] = {"start_s": 200}
-    with pytest.raises(experiment.ConfigError, match=r"persistent.start_s \(200\) must be below duration_s"):
-        experiment.validate(c)
-    with pytest.raises(experiment.ConfigError, match="persistent is for scenario 'persistent'"):
-        experiment.validate(dict(smoke(), persistent={"flows": 5}))
+    with pytest.raises(ConfigError, match=r"persistent.start_s \(200\) must be below duration_s"):
+        validate(c)
+    with pytest.raises(ConfigError, match="persistent is for scenario 'persistent'"):
+        validate(dict(smoke(), persistent={"flows": 5}))
 
 
 def test_figures_config_has_a_section_for_every_figure_of_the_paper():
     """config/figures.yaml is the small config that draws every figure: each figure id of
     analysis/figures.yaml is some section's, the five-hop chain's F26 included (its section `chain`)."""
     figs = yaml.safe_load((REPO / "analysis" / "figures.yaml").read_text())
-    cfg = experiment.load(REPO / "config" / "figures.yaml")
+    cfg = read_config(REPO / "config" / "figures.yaml")
     covered = {f for sec in cfg["matrix"] for f in sec["figures"]}
     assert covered <= set(figs)
     # the figures beyond the paper (no number: X1, the SYN flood) come from their own configs
     assert {f for f, v in figs.items() if "number" in v} == covered
     assert all("section" in v for v in figs.values() if "number" not in v)
-    runs = experiment.runs(cfg)
+    runs = matrix.runs(cfg)
     by = {s["name"]: {r for r in runs if r.section == s["name"]} for s in cfg["matrix"]}
     # F9 sweeps the buffer on one schedule; F6/F7 compare three size distributions; F3(b) is 100 Mb/s
-    sweep = [r for r in experiment._all_runs(cfg) if r.section == "buffer-sweep"]
+    sweep = [r for r in matrix.all_points(cfg) if r.section == "buffer-sweep"]
     assert sorted({r.buffer_pkts for r in sweep}) == [8, 24, 64, 100] and len({r.schedule_id for r in sweep}) == 1
-    assert {dict(r.sizes)["mean_pkts"] for r in experiment._all_runs(cfg) if r.section == "sizes"} == {10, 30, 100}
+    assert {dict(r.sizes)["mean_pkts"] for r in matrix.all_points(cfg) if r.section == "sizes"} == {10, 30, 100}
     assert {r.bottleneck_mbps for r in by["bottleneck-100"]} == {100}
     assert all(r.scenario == "persistent" for r in by["persistent"]) and by["persistent"]
 
@@ -289,21 +290,21 @@ def test_paper_config_is_every_figure_at_the_papers_scale():
     """config/paper.yaml covers the same figures as config/figures.yaml, with the paper's durations and
     replications (Section 4, Table 4; 2000 s for Section 5.3, 5000 s for Section 8)."""
     figs = yaml.safe_load((REPO / "analysis" / "figures.yaml").read_text())
-    cfg = experiment.load(REPO / "config" / "paper.yaml")
+    cfg = read_config(REPO / "config" / "paper.yaml")
     assert {f for sec in cfg["matrix"] for f in sec["figures"]} == {f for f, v in figs.items() if "number" in v}
-    runs = experiment.runs(cfg)
+    runs = matrix.runs(cfg)
     by = {s["name"]: [r for r in runs if r.section == s["name"]] for s in cfg["matrix"]}
     table1 = by["table1"]
     assert {r.aqm for r in table1} == {"droptail", "favor", "choke", "las", "run2c"}
     assert {r.iw for r in table1} == {2, 10} and len({r.load for r in table1}) == 10
     assert {r.replication for r in table1} == set(range(10))
-    spec = experiment.run_spec(cfg, table1[0])
+    spec = runspec.run_spec(cfg, table1[0])
     assert (spec["duration_s"], spec["warmup_s"]) == (500, 50)
     assert {r.bottleneck_mbps for r in by["bottleneck-100"]} == {100}
-    sweep = {r.buffer_pkts for r in experiment._all_runs(cfg) if r.section == "buffer-sweep"}
+    sweep = {r.buffer_pkts for r in matrix.all_points(cfg) if r.section == "buffer-sweep"}
     assert min(sweep) == 8 and max(sweep) == 100 and len(sweep) >= 6
-    assert experiment.run_spec(cfg, by["persistent"][0])["duration_s"] == 2000
-    assert experiment.run_spec(cfg, by["chain"][0])["duration_s"] == 5000
+    assert runspec.run_spec(cfg, by["persistent"][0])["duration_s"] == 2000
+    assert runspec.run_spec(cfg, by["chain"][0])["duration_s"] == 5000
 
 
 # ------------------------------------------------------------------ scenario chain (Section 8)
@@ -317,12 +318,12 @@ def chain_config(**section):
 
 
 def test_chain_section_makes_chain_runs_with_the_papers_defaults():
-    cfg = experiment.validate(chain_config())
-    runs = experiment.runs(cfg)
+    cfg = validate(chain_config())
+    runs = matrix.runs(cfg)
     assert sorted(r.run_id for r in runs) == [
         "chain-10M-buf8-pareto30-paper-reno_droptail_load0.00_iw2_rep0",
         "chain-10M-buf8-pareto30-paper-reno_favor_load0.00_iw2_rep0"]
-    specs = {r.aqm: experiment.run_spec(cfg, r) for r in runs}
+    specs = {r.aqm: runspec.run_spec(cfg, r) for r in runs}
     fq, dt = specs["favor"], specs["droptail"]
     t = fq["topology"]
     assert t["kind"] == "chain" and fq["scenario"] == "chain"
@@ -340,10 +341,10 @@ def test_chain_section_makes_chain_runs_with_the_papers_defaults():
     assert fq["capture"]["points"] == ["sender-us", "sender-ur", "bneck-in", "bneck-out"]
     # one seed per replication, the same for both AQMs: the reference user replays the same sequence
     assert fq["seed"] == dt["seed"] and len({r.schedule_id for r in runs}) == 1
-    two = experiment.validate(chain_config(replications=2))
-    assert len({experiment.run_spec(two, r)["seed"] for r in experiment.runs(two)}) == 2
+    two = validate(chain_config(replications=2))
+    assert len({runspec.run_spec(two, r)["seed"] for r in matrix.runs(two)}) == 2
     # the controller's schedule for a chain run is the header of a closed-loop schedule
-    args = experiment.schedule_args(cfg, runs[0])
+    args = runspec.schedule_args(cfg, runs[0])
     assert args[args.index("--topology") + 1] == "chain" and args[args.index("--load") + 1] in ("0", "0.0")
     assert args[args.index("--reverse-load") + 1] == "0"
     from contract import spec as specmod
@@ -352,13 +353,13 @@ def test_chain_section_makes_chain_runs_with_the_papers_defaults():
 
 def test_chain_axes_and_keys_reach_run_json():
     """The bottleneck axis is the hop rate and buffer; the chain's keys override the paper's values."""
-    cfg = experiment.validate(chain_config(
+    cfg = validate(chain_config(
         topology={"hops": 3, "cross_flows_per_hop": 2, "cross_delays_ms": [5, 50], "aqm_hops": [1, 2],
                   "user_delay_ms": 10},
         bottlenecks=[{"bottleneck_mbps": 10, "buffer_pkts": 8}, {"bottleneck_mbps": 20, "buffer_pkts": 16}],
         reference={"warmup_cross_s": 4}))
-    runs = experiment.runs(cfg)
-    spec = experiment.run_spec(cfg, next(r for r in runs if r.aqm == "favor" and r.buffer_pkts == 16))
+    runs = matrix.runs(cfg)
+    spec = runspec.run_spec(cfg, next(r for r in runs if r.aqm == "favor" and r.buffer_pkts == 16))
     assert spec["run_id"] == "chain-20M-buf16-pareto30-paper-reno_favor_load0.00_iw2_rep0"
     t = spec["topology"]
     assert (t["hops"], t["hop_mbps"], t["buffer_pkts"], t["cross_delays_ms"], t["aqm_hops"]) == (3, 20, 16, [5, 50], [1, 2])
@@ -379,8 +380,8 @@ def test_chain_axes_and_keys_reach_run_json():
 ])
 def test_bad_chain_section_names_the_field(section, words):
     c = chain_config(**section)
-    with pytest.raises(experiment.ConfigError) as e:
-        experiment.validate(c, "my.yaml")
+    with pytest.raises(ConfigError) as e:
+        validate(c, "my.yaml")
     msg = str(e.value)
     assert "my.yaml" in msg and "Fix:" in msg
     for w in words:
@@ -389,17 +390,17 @@ def test_bad_chain_section_names_the_field(section, words):
 
 def test_chain_keys_in_a_dumbbell_section_and_reference_outside_the_chain_are_refused():
     c = dict(smoke(), sections=[{"name": "d", "topology": {"hops": 3}}])
-    with pytest.raises(experiment.ConfigError, match=r"topology.hops is for scenario chain"):
-        experiment.validate(c)
-    with pytest.raises(experiment.ConfigError, match="reference is for scenario 'chain'"):
-        experiment.validate(dict(smoke(), reference={"warmup_cross_s": 5}))
+    with pytest.raises(ConfigError, match=r"topology.hops is for scenario chain"):
+        validate(c)
+    with pytest.raises(ConfigError, match="reference is for scenario 'chain'"):
+        validate(dict(smoke(), reference={"warmup_cross_s": 5}))
 
 
 def test_figures_config_chain_section():
-    cfg = experiment.load(REPO / "config" / "figures.yaml")
-    runs = [r for r in experiment.runs(cfg) if r.section == "chain"]
+    cfg = read_config(REPO / "config" / "figures.yaml")
+    runs = [r for r in matrix.runs(cfg) if r.section == "chain"]
     assert {r.aqm for r in runs} == {"droptail", "favor"} and {r.scenario for r in runs} == {"chain"}
-    spec = experiment.run_spec(cfg, runs[0])
+    spec = runspec.run_spec(cfg, runs[0])
     assert spec["topology"]["aqm_hops"] == [1] and spec["topology"]["hops"] == 5
     assert 100 <= spec["duration_s"] < 5000
 
@@ -407,17 +408,17 @@ def test_figures_config_chain_section():
 def test_synflood_is_an_axis_that_keeps_the_schedule():
     """Each flood rate is a run of its own (its id says the rate), every rate replays the same schedule (the
     legitimate flows pair up with and without the flood), and run.json tells the runner what to start."""
-    cfg = experiment.load(REPO / "config" / "synflood.yaml")
-    runs = experiment.runs(cfg)
+    cfg = read_config(REPO / "config" / "synflood.yaml")
+    runs = matrix.runs(cfg)
     assert len(runs) == 12 and {r.flood_x for r in runs} == {0.0, 0.1, 0.2, 0.3}
     by = {(r.aqm, r.flood_x): r for r in runs}
     assert by[("favor", 0.0)].run_id == "dumbbell-10M-buf8-pareto30-paper-reno_favor_load0.50_iw2_rep0"
     assert by[("favor", 0.3)].run_id == "dumbbell-10M-buf8-pareto30-paper-reno-syn0.3x_favor_load0.50_iw2_rep0"
     assert len({r.schedule_id for r in runs}) == 1
-    spec = experiment.run_spec(cfg, by[("favor_burst1", 0.2)])
+    spec = runspec.run_spec(cfg, by[("favor_burst1", 0.2)])
     assert spec["flood"] == {"kind": "synflood", "rate_x": 0.2, "pps": pytest.approx(10e6 / 8 / 54 * 0.2),
                              "attacker": "a1", "target": "b1", "spoof": "10.66.0.0/16"}
-    assert experiment.run_spec(cfg, by[("droptail", 0.0)])["flood"] is None
+    assert runspec.run_spec(cfg, by[("droptail", 0.0)])["flood"] is None
 
 
 @pytest.mark.parametrize("change, words", [
@@ -427,14 +428,14 @@ def test_synflood_is_an_axis_that_keeps_the_schedule():
 def test_synflood_misuse_is_named(change, words):
     cfg = yaml.safe_load((REPO / "config" / "synflood.yaml").read_text())
     cfg.update(change)
-    with pytest.raises(experiment.ConfigError) as e:
-        experiment.validate(cfg)
+    with pytest.raises(ConfigError) as e:
+        validate(cfg)
     assert all(w in str(e.value) for w in words), str(e.value)
 
 
 def test_synflood_in_a_chain_section_is_refused():
-    with pytest.raises(experiment.ConfigError) as e:
-        experiment.validate(chain_config(synflood={"rates_x": [1]}))
+    with pytest.raises(ConfigError) as e:
+        validate(chain_config(synflood={"rates_x": [1]}))
     assert "synflood is for the dumbbell" in str(e.value) and "chain" in str(e.value), str(e.value)
 
 

@@ -2,7 +2,7 @@
 
 Every config is either refused by validation, with a message that names the key by its path in the config
 and says how to fix it, or, where the value is a valid edge, it validates and then makes its schedules
-(workloads.schedule.generate, on a short duration) and passes the testbed runner's own run.json check
+(orchestrate.schedule.generate, on a short duration) and passes the testbed runner's own run.json check
 (contract/spec.py). None may validate and then fail in the schedule generator or the runner.
 """
 import json
@@ -12,9 +12,10 @@ from pathlib import Path
 import pytest
 import yaml
 
-from orchestrate import experiment
+from orchestrate import matrix, runspec
+from orchestrate.config import ConfigError, validate
 from contract import spec as runner_spec
-from workloads import schedule
+from orchestrate import schedule
 
 REPO = Path(__file__).resolve().parents[1]
 NAN, INF = float("nan"), float("inf")
@@ -191,8 +192,8 @@ def test_the_corpus_is_large_and_covers_every_case_of_the_brief():
 @pytest.mark.parametrize("case", sorted(REFUSED))
 def test_refused_with_the_key_and_the_fix(case):
     cfg, key, fix = REFUSED[case]
-    with pytest.raises(experiment.ConfigError) as e:
-        experiment.validate(json.loads(json.dumps(cfg)), "my.yaml")
+    with pytest.raises(ConfigError) as e:
+        validate(json.loads(json.dumps(cfg)), "my.yaml")
     msg = str(e.value)
     assert "my.yaml" in msg and "Fix:" in msg, msg
     line = next((m for m in msg.splitlines() if key in m), None)
@@ -202,15 +203,15 @@ def test_refused_with_the_key_and_the_fix(case):
 
 @pytest.mark.parametrize("case", sorted(VALID))
 def test_valid_edges_make_their_schedules_and_pass_the_runners_check(case):
-    cfg = experiment.validate(json.loads(json.dumps(VALID[case][0])), "my.yaml")
-    runs = experiment.runs(cfg)
+    cfg = validate(json.loads(json.dumps(VALID[case][0])), "my.yaml")
+    runs = matrix.runs(cfg)
     assert runs
     made = {}
     for run in runs:
-        runner_spec.validate(experiment.run_spec(cfg, run))
+        runner_spec.validate(runspec.run_spec(cfg, run))
         if run.schedule_id in made:
             continue
-        p = experiment.schedule_params(cfg, run)
+        p = runspec.schedule_params(cfg, run)
         meta, flows = schedule.generate(p["load"], p["capacity_mbps"], min(p["duration"], 20.0), p["seed"],
                                         p["sizes"], p["reverse_load"], topology=p["topology"])
         made[run.schedule_id] = flows
@@ -226,10 +227,10 @@ def test_a_delay_line_longer_than_netem_holds_is_said_but_allowed():
     queue (topologies.dumbbell.NETEM_LIMIT) before the AQM sees a loss. The traffic is spread over the hosts,
     so this is a warning; at 100 Mb/s it holds, and nothing is said."""
     said = []
-    cfg = experiment.validate(json.loads(json.dumps(topo(bottleneck_mbps=1000, access_mbps=1000))), "my.yaml",
+    cfg = validate(json.loads(json.dumps(topo(bottleneck_mbps=1000, access_mbps=1000))), "my.yaml",
                               warn=said.append)
-    assert experiment.runs(cfg)
+    assert matrix.runs(cfg)
     assert len(said) == 1 and "my.yaml" in said[0] and "12,500 packets" in said[0] and "netem" in said[0], said
     said.clear()
-    experiment.validate(json.loads(json.dumps(topo(bottleneck_mbps=100))), "my.yaml", warn=said.append)
+    validate(json.loads(json.dumps(topo(bottleneck_mbps=100))), "my.yaml", warn=said.append)
     assert said == []

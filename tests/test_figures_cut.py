@@ -29,7 +29,8 @@ import pytest
 import yaml
 
 from analysis.tests.test_r import CLAIM_IDS   # one row per claim of analysis/claims.yaml, in its order
-from orchestrate import experiment
+from orchestrate import matrix
+from orchestrate.config import read_config
 from tests.test_pipeline import require_guest, snakemake
 
 REPO = Path(__file__).resolve().parents[1]
@@ -83,7 +84,7 @@ def test_figures_config_cut_draws_every_figure(shared_guest, tmp_path):
     shutil.rmtree(RESULTS, ignore_errors=True)
 
     # the run whose first attempt is made invalid: table1's FaQ run at load 0.25
-    forced = next(r.run_id for r in experiment.runs(experiment.load(cfgfile))
+    forced = next(r.run_id for r in matrix.runs(read_config(cfgfile))
                   if r.section == "table1" and r.aqm == "favor" and r.load == 0.25)
     runs_dir = RESULTS / "runs"
 
@@ -161,7 +162,7 @@ def test_figures_config_cut_draws_every_figure(shared_guest, tmp_path):
         flows = RESULTS / "tables" / d.name / "flows.csv"
         assert flows.is_file() and len(flows.read_text().splitlines()) > 2, d.name
     # table1's two AQMs replayed the same schedule; the FaQ run ran sch_favor at the bottleneck, traced
-    table1 = {r.aqm: r.run_id for r in experiment.runs(experiment.load(cfgfile))
+    table1 = {r.aqm: r.run_id for r in matrix.runs(read_config(cfgfile))
               if r.section == "table1" and r.load == 0.25}
     dt, faq = (RESULTS / "runs" / table1["droptail"]), (RESULTS / "runs" / table1["favor"])
     assert (dt / "schedule.csv").read_bytes() == (faq / "schedule.csv").read_bytes()

@@ -16,7 +16,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from orchestrate import experiment, run_step, testbeds
+from orchestrate import run_step, runspec, testbeds
+from orchestrate.config import ConfigError, validate
 from orchestrate import pool
 
 REPO = Path(__file__).resolve().parents[1]
@@ -57,13 +58,13 @@ def need_ansible_inventory():
 
 def test_local_guests_named_from_the_first(monkeypatch):
     monkeypatch.setattr(os, "cpu_count", lambda: 8)
-    cfg = experiment.validate(smoke(kind="local-vm", vm_name="favorlab", count=3))
+    cfg = validate(smoke(kind="local-vm", vm_name="favorlab", count=3))
     assert [m["vm_name"] for m in cfg["pool"]["members"]] == ["favorlab", "favorlab-2", "favorlab-3"]
     assert [m["id"] for m in cfg["pool"]["members"]] == ["favorlab", "favorlab-2", "favorlab-3"]
     assert cfg["pool"]["size"] == 3 and cfg["pool"]["retries"] == 2          # the schema's default
     assert all(m["kind"] == "local-vm" and m["keep_running"] is False for m in cfg["pool"]["members"])
     # the one-guest config of before is a pool of one, under its old name
-    one = experiment.validate(smoke(kind="local-vm", count=1))["pool"]["members"]
+    one = validate(smoke(kind="local-vm", count=1))["pool"]["members"]
     assert [m["vm_name"] for m in one] == ["favorlab"]
 
 
@@ -71,31 +72,31 @@ def test_local_guests_named_from_the_first(monkeypatch):
 def test_default_count_one_guest_per_two_cores(monkeypatch, cpus, guests):
     monkeypatch.setattr(os, "cpu_count", lambda: cpus)
     assert pool.default_vm_count() == guests
-    cfg = experiment.validate(smoke(kind="local-vm", vm_name="favorlab-smoke"))
+    cfg = validate(smoke(kind="local-vm", vm_name="favorlab-smoke"))
     assert cfg["pool"]["size"] == guests
 
 
 def test_count_above_the_rule_is_allowed_with_a_warning(monkeypatch):
     monkeypatch.setattr(os, "cpu_count", lambda: 2)
     said = []
-    cfg = experiment.validate(smoke(kind="local-vm", count=2), "my.yaml", warn=said.append)
+    cfg = validate(smoke(kind="local-vm", count=2), "my.yaml", warn=said.append)
     assert cfg["pool"]["size"] == 2
     assert len(said) == 1 and "my.yaml" in said[0] and "share CPU" in said[0] and "fidelity checks" in said[0]
     said.clear()
-    experiment.validate(smoke(kind="local-vm", count=1), "my.yaml", warn=said.append)
+    validate(smoke(kind="local-vm", count=1), "my.yaml", warn=said.append)
     assert said == []
 
 
 def test_ssh_pool_from_a_group_hosts_or_host(inventory):
     need_ansible_inventory()
-    group = experiment.validate(smoke(kind="ssh", inventory=str(inventory), group="ssh_hosts"))["pool"]
+    group = validate(smoke(kind="ssh", inventory=str(inventory), group="ssh_hosts"))["pool"]
     assert [m["host"] for m in group["members"]] == ["node0", "node1", "node2"]     # child groups too
     ids = [m["id"] for m in group["members"]]
     assert len(set(ids)) == 3 and all(i.startswith(h + "@") for i, h in zip(ids, ["node0", "node1", "node2"]))
     assert all(m["inventory"] == str(inventory) and m["kind"] == "ssh" for m in group["members"])
-    hosts = experiment.validate(smoke(kind="ssh", inventory=str(inventory), hosts=["node1", "lone"]))["pool"]
+    hosts = validate(smoke(kind="ssh", inventory=str(inventory), hosts=["node1", "lone"]))["pool"]
     assert [m["host"] for m in hosts["members"]] == ["node1", "lone"]
-    one = experiment.validate(smoke(kind="ssh", inventory=str(inventory), host="node0"))["pool"]
+    one = validate(smoke(kind="ssh", inventory=str(inventory), host="node0"))["pool"]
     assert one["size"] == 1 and one["members"][0]["id"] == ids[0]
 
 
@@ -124,8 +125,8 @@ def test_bad_pool_names_the_fix(inventory, testbed, words):
     if testbed.get("inventory") == "INV":
         need_ansible_inventory()
         testbed["inventory"] = str(inventory)
-    with pytest.raises(experiment.ConfigError) as e:
-        experiment.validate(smoke(**testbed), "my.yaml")
+    with pytest.raises(ConfigError) as e:
+        validate(smoke(**testbed), "my.yaml")
     msg = str(e.value)
     assert "my.yaml" in msg and ("Fix" in msg), msg
     for w in words:
@@ -137,23 +138,23 @@ def test_the_run_rules_testbed_parameter_is_the_kind_alone(monkeypatch):
     parameter (tests/test_reruns.py shows it with Snakemake)."""
     monkeypatch.setattr(os, "cpu_count", lambda: 8)
     before = {"kind": "local-vm"}
-    assert experiment.testbed_param(experiment.validate(smoke())) == before
+    assert runspec.testbed_param(validate(smoke())) == before
     grown = smoke()
     grown["testbed"].update(count=3, retries=1, vm_name="other", keep_running=True)
-    assert experiment.testbed_param(experiment.validate(grown)) == before
+    assert runspec.testbed_param(validate(grown)) == before
 
 
 def test_pool_size_cli(tmp_path):
     cfg = smoke(kind="local-vm", vm_name="favorlab-smoke", count=2)
     p = tmp_path / "c.yaml"
     p.write_text(yaml.safe_dump(cfg))
-    r = subprocess.run([sys.executable, "-m", "orchestrate.experiment", "pool-size", str(p)], cwd=REPO,
+    r = subprocess.run([sys.executable, "-m", "orchestrate.config", "pool-size", str(p)], cwd=REPO,
                        capture_output=True, text=True, timeout=60)
     assert r.returncode == 0 and r.stdout == "2\n", r.stderr
     assert "warning" not in r.stderr                 # Snakemake says it, once
     cfg["testbed"]["count"] = 0
     p.write_text(yaml.safe_dump(cfg))
-    r = subprocess.run([sys.executable, "-m", "orchestrate.experiment", "pool-size", str(p)], cwd=REPO,
+    r = subprocess.run([sys.executable, "-m", "orchestrate.config", "pool-size", str(p)], cwd=REPO,
                        capture_output=True, text=True, timeout=60)
     assert r.returncode == 2 and "testbed.count" in r.stderr and r.stdout == ""
 
@@ -433,7 +434,7 @@ def test_ssh_member_connects_with_its_own_known_hosts(inventory, monkeypatch):
     """target() of an ssh member: its known_hosts file in the cache, accept-new; the ssh client puts it
     ahead of the inventory's own args, and Ansible gets the same as its ansible_ssh_common_args."""
     need_ansible_inventory()
-    m = experiment.validate(smoke(kind="ssh", inventory=str(inventory), host="node1"))["pool"]["members"][0]
+    m = validate(smoke(kind="ssh", inventory=str(inventory), host="node1"))["pool"]["members"][0]
     t = testbeds.target(m)
     assert t["host"] == "192.0.2.11" and t["known_hosts"] == str(pool.known_hosts_file(m["id"]))
     assert t["host_key_checking"] == "accept-new"

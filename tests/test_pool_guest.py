@@ -59,8 +59,8 @@ def fresh(tmp_path: Path, name: str) -> tuple[Path, Path]:
 
 
 def snakemake(cfg: Path, log: Path) -> subprocess.Popen:
-    """The pipeline as ./favorlab starts it: --resources testbed=<pool size> from orchestrate.experiment."""
-    size = subprocess.run([sys.executable, "-m", "orchestrate.experiment", "pool-size", str(cfg)], cwd=REPO,
+    """The pipeline as ./favorlab starts it: --resources testbed=<pool size> from orchestrate.config."""
+    size = subprocess.run([sys.executable, "-m", "orchestrate.config", "pool-size", str(cfg)], cwd=REPO,
                           capture_output=True, text=True, check=True).stdout.strip()
     assert size == "2"
     cmd = [sys.executable, "-m", "snakemake", "--configfile", str(cfg), "--cores", str(os.cpu_count() or 2),

@@ -72,8 +72,9 @@ def pipeline(tmp_path, monkeypatch):
     def run(cfg: dict, *args, env=None, targets=None) -> subprocess.CompletedProcess:
         path = tmp_path / f"config-{next(configs)}.yaml"
         path.write_text(yaml.safe_dump(cfg))
-        from orchestrate import experiment
-        ids = [r.run_id for r in experiment.runs(experiment.validate(json.loads(json.dumps(cfg))))]
+        from orchestrate import matrix
+        from orchestrate.config import validate
+        ids = [r.run_id for r in matrix.runs(validate(json.loads(json.dumps(cfg))))]
         cmd = [sys.executable, "-m", "snakemake", *(targets or [f"results/{NAME}/runs/{i}" for i in ids]),
                "--snakefile", str(work / "Snakefile"), "--configfile", str(path), "--cores", "1",
                "--resources", "testbed=1", "--rerun-incomplete", *args, "--rerun-triggers", *TRIGGERS]
@@ -130,8 +131,9 @@ def test_testbed_changes_that_are_not_experiment_changes_redo_no_run(pipeline):
         assert planned_runs(pipeline(dict(cfg, testbed=testbed), "-n")) == set(), testbed
     # a P4 AQM joins the config: only its own run is new, the finished ones stay
     p4 = dict(cfg, aqms=["droptail", "favor", "p4-favorqueue"])
-    from orchestrate import experiment
-    p4_ids = {r.run_id for r in experiment.runs(experiment.validate(json.loads(json.dumps(p4))))}
+    from orchestrate import matrix
+    from orchestrate.config import validate
+    p4_ids = {r.run_id for r in matrix.runs(validate(json.loads(json.dumps(p4))))}
     assert planned_runs(pipeline(p4, "-n")) == p4_ids - ids and len(p4_ids - ids) == 1
     assert finished(pipeline.results) == before
 
@@ -214,7 +216,7 @@ def test_the_wrapper_gives_these_triggers_and_turns_force_into_favorlab_force(tm
 
 def test_every_shell_placeholder_of_the_run_rules_is_quoted():
     """testbed.smk's commands get paths and config values: each placeholder is Snakemake-quoted ({x:q}) or
-    the one word experiment.shell_json makes ({pool})."""
+    the one word runspec.shell_json makes ({pool})."""
     import re
     text = (REPO / "workflow" / "rules" / "testbed.smk").read_text()
     commands = re.findall(r'shell\(\s*((?:"[^"]*"\s*)+)', text)

@@ -12,7 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from orchestrate import experiment
+from orchestrate import matrix, runspec
+from orchestrate.config import read_config
 
 REPO = Path(__file__).resolve().parents[2]
 BEFORE = json.loads((Path(__file__).parent / "data" / "run-specs-before.json").read_text())
@@ -20,11 +21,11 @@ SHIPPED = sorted(p.name for p in (REPO / "config").glob("*.yaml") if p.name != "
 
 
 def run_hashes(path: Path) -> dict:
-    cfg = experiment.load(path, warn=lambda _m: None)
+    cfg = read_config(path, warn=lambda _m: None)
     out = {}
-    for point in experiment.runs(cfg):
-        blob = {"spec": experiment.run_spec(cfg, point), "schedule_args": experiment.schedule_args(cfg, point),
-                "testbed": experiment.testbed_param(cfg)}
+    for point in matrix.runs(cfg):
+        blob = {"spec": runspec.run_spec(cfg, point), "schedule_args": runspec.schedule_args(cfg, point),
+                "testbed": runspec.testbed_param(cfg)}
         out[point.run_id] = hashlib.sha256(json.dumps(blob, sort_keys=True).encode()).hexdigest()[:16]
     return out
 

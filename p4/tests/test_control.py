@@ -9,7 +9,8 @@ import yaml
 from p4 import control
 from topologies import dumbbell
 
-from orchestrate import experiment
+from orchestrate import config, matrix, runspec
+from orchestrate.config import ConfigError, read_config, validate
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -116,8 +117,8 @@ def tarball(tmp_path, monkeypatch):
 def test_p4_aqms_are_ordinary_config_names(tarball):
     cfg = yaml.safe_load((REPO / "config" / "smoke.yaml").read_text())
     cfg["aqms"] = ["p4-droptail", "p4-favorqueue"]
-    c = experiment.validate(cfg, "test")
-    specs = [experiment.run_spec(c, r) for r in experiment.runs(c)]
+    c = validate(cfg, "test")
+    specs = [runspec.run_spec(c, r) for r in matrix.runs(c)]
     fwd = {s["aqm"]["name"]: s["aqm"]["forward"] for s in specs}
     assert fwd["p4-favorqueue"]["kind"] == "p4"
     assert control.parse_args(fwd["p4-favorqueue"]["args"])["limit"] == c["topology"]["buffer_pkts"]
@@ -128,11 +129,11 @@ def test_p4_aqms_are_ordinary_config_names(tarball):
 
 
 def test_p4_quick_runs_the_same_schedules_as_quick(tarball):
-    quick = experiment.load(REPO / "config" / "quick.yaml")
-    p4q = experiment.load(REPO / "config" / "p4-quick.yaml")
+    quick = read_config(REPO / "config" / "quick.yaml")
+    p4q = read_config(REPO / "config" / "p4-quick.yaml")
     assert p4q["aqms"] == ["p4-droptail", "p4-favorqueue"]
-    for a, b in zip(experiment.runs(quick)[::2], experiment.runs(p4q)[::2]):
-        assert experiment.schedule_seed(quick, a) == experiment.schedule_seed(p4q, b)
+    for a, b in zip(matrix.runs(quick)[::2], matrix.runs(p4q)[::2]):
+        assert runspec.schedule_seed(quick, a) == runspec.schedule_seed(p4q, b)
     # everything but the AQMs and the fidelity thresholds (p4-quick allows for BMv2's switch crossings
     # and packet-slot pacing, and says so) is quick's
     skip = ("name", "description", "aqms", "testbed", "fidelity", "pool", "matrix")   # pool, matrix: derived
@@ -142,9 +143,9 @@ def test_p4_quick_runs_the_same_schedules_as_quick(tarball):
 
 def test_p4_on_the_local_vm_without_a_toolchain_is_refused_before_any_run(tmp_path, monkeypatch):
     monkeypatch.setenv("FAVORLAB_P4_TARBALL", str(tmp_path / "missing.tar.gz"))
-    monkeypatch.setattr(experiment, "P4_TARBALL_DEFAULT", tmp_path / "none.tar.gz")
-    with pytest.raises(experiment.ConfigError) as e:
-        experiment.load(REPO / "config" / "p4-quick.yaml")
+    monkeypatch.setattr(config, "P4_TARBALL_DEFAULT", tmp_path / "none.tar.gz")
+    with pytest.raises(ConfigError) as e:
+        read_config(REPO / "config" / "p4-quick.yaml")
     assert "FAVORLAB_P4_TARBALL" in str(e.value) and "p4/README.md" in str(e.value)
 
 
@@ -154,10 +155,10 @@ def test_bad_p4_entry_rejected_before_any_run(tmp_path, monkeypatch, tarball):
                          "reverse": {"kind": "pfifo", "args": ["limit", "8"]}}
     path = tmp_path / "aqms.yaml"
     path.write_text(yaml.safe_dump(aqms))
-    monkeypatch.setattr(experiment, "AQMS_PATH", path)
-    monkeypatch.setattr(experiment, "load_aqms", lambda p=path: yaml.safe_load(p.read_text()))
+    monkeypatch.setattr(runspec, "AQMS_PATH", path)
+    monkeypatch.setattr(runspec, "load_aqms", lambda p=path: yaml.safe_load(p.read_text()))
     cfg = yaml.safe_load((REPO / "config" / "smoke.yaml").read_text())
     cfg["aqms"] = ["p4-broken"]
-    with pytest.raises(experiment.ConfigError) as e:
-        experiment.validate(cfg, "test.yaml")
+    with pytest.raises(ConfigError) as e:
+        validate(cfg, "test.yaml")
     assert "p4-broken" in str(e.value) and "limit=0 is out of range" in str(e.value)

@@ -250,9 +250,9 @@ def test_favor_entries_carry_tcp_traffic(guest, aqm):
     host's own device, so it gets TCP's GSO packets (TCP always builds them since Linux 4.19): favor queues
     each as its segments (favorlab_enqueue_segments), so favored and standard count segments, as `packets`
     does and as at the dumbbell's bottleneck, which forwards segments."""
-    from orchestrate import experiment
+    from orchestrate import runspec
     topo = {"bottleneck_mbps": 10, "buffer_pkts": 8, "reverse_buffer_pkts": 8, "access_mbps": 100, "mtu": 1500}
-    entry = dict(experiment.aqm_setup(aqm, topo)["forward"], name=aqm)
+    entry = dict(runspec.aqm_setup(aqm, topo)["forward"], name=aqm)
     assert entry["kind"] == "favor" and entry["args"][:2] == ["limit", "8"]
     out = guest.run(f"python3 /opt/favorlab/testbed/tests/aqm_probe.py /opt/favorlab {shlex.quote(json.dumps([entry]))}",
                     timeout=180)
@@ -738,9 +738,9 @@ def test_run2c_carries_tcp_traffic_with_its_config_entry(guest):
     """config/aqms.yaml's run2c entry, with the arguments derived from the Table 1 bottleneck (8 packets, 10 Mb/s,
     the linux profile's segment size), under the dumbbell's htb: real TCP goes through at the bottleneck's
     rate, every connection's SYN-ACK is seen, each flow's first packets are high and the rest low."""
-    from orchestrate import experiment
+    from orchestrate import runspec
     topo = {"bottleneck_mbps": 10, "buffer_pkts": 8, "reverse_buffer_pkts": 8, "access_mbps": 100, "mtu": 1500}
-    entry = dict(experiment.aqm_setup("run2c", topo, experiment.TCP_PROFILES["linux"])["forward"], name="run2c")
+    entry = dict(runspec.aqm_setup("run2c", topo, runspec.TCP_PROFILES["linux"])["forward"], name="run2c")
     assert entry["args"] == ["limit", "8", "threshold", "20", "mss", "1448"]
     out = guest.run(f"python3 /opt/favorlab/testbed/tests/aqm_probe.py /opt/favorlab {shlex.quote(json.dumps([entry]))}",
                     timeout=180)
@@ -838,9 +838,9 @@ def test_las_crafted_packets_follow_the_model(guest, name):
 def test_las_carries_tcp_traffic_with_its_config_entry(guest):
     """config/aqms.yaml's las entry under the dumbbell's htb with the Table 1 bottleneck (8 packets, 10 Mb/s): four
     TCP streams share it at the bottleneck's rate, and what LAS dropped is in its statistics."""
-    from orchestrate import experiment
+    from orchestrate import runspec
     topo = {"bottleneck_mbps": 10, "buffer_pkts": 8, "reverse_buffer_pkts": 8, "access_mbps": 100, "mtu": 1500}
-    entry = dict(experiment.aqm_setup("las", topo)["forward"], name="las")
+    entry = dict(runspec.aqm_setup("las", topo)["forward"], name="las")
     assert entry["args"] == ["limit", "8"]
     out = guest.run(f"python3 /opt/favorlab/testbed/tests/aqm_probe.py /opt/favorlab {shlex.quote(json.dumps([entry]))}",
                     timeout=180)
@@ -900,9 +900,9 @@ def test_riops_carries_tcp_traffic_with_its_config_entry(guest):
     """config/aqms.yaml's riops entry under the dumbbell's htb with the Table 1 bottleneck (8 packets, 10 Mb/s):
     four TCP streams share it at the bottleneck's rate, Long packets are counted once the streams pass L_t, and
     what RIO dropped is in its statistics."""
-    from orchestrate import experiment
+    from orchestrate import runspec
     topo = {"bottleneck_mbps": 10, "buffer_pkts": 8, "reverse_buffer_pkts": 8, "access_mbps": 100, "mtu": 1500}
-    entry = dict(experiment.aqm_setup("riops", topo)["forward"], name="riops")
+    entry = dict(runspec.aqm_setup("riops", topo)["forward"], name="riops")
     assert entry["args"] == ["limit", "8", "bandwidth", "10mbit"]
     out = guest.run(f"python3 /opt/favorlab/testbed/tests/aqm_probe.py /opt/favorlab {shlex.quote(json.dumps([entry]))}",
                     timeout=180)
@@ -992,9 +992,9 @@ def test_qsdrr_crafted_packets_follow_the_model(guest, name):
 def test_qsdrr_carries_tcp_traffic_with_its_config_entry(guest, aqm):
     """config/aqms.yaml's qsdrr and tdrr entries under the dumbbell's htb with the Table 1 bottleneck (8 packets,
     10 Mb/s): four TCP streams share it at the bottleneck's rate, and the front drops are in its statistics."""
-    from orchestrate import experiment
+    from orchestrate import runspec
     topo = {"bottleneck_mbps": 10, "buffer_pkts": 8, "reverse_buffer_pkts": 8, "access_mbps": 100, "mtu": 1500}
-    entry = dict(experiment.aqm_setup(aqm, topo)["forward"], name=aqm)
+    entry = dict(runspec.aqm_setup(aqm, topo)["forward"], name=aqm)
     assert entry["args"] == ["limit", "8", "policy", aqm]
     out = guest.run(f"python3 /opt/favorlab/testbed/tests/aqm_probe.py /opt/favorlab {shlex.quote(json.dumps([entry]))}",
                     timeout=180)

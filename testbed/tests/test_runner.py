@@ -396,17 +396,17 @@ AQMS_TESTED_ELSEWHERE = {"favor", "favourtail", "favor_burst1", "run2c", "las", 
 
 
 def _linux_aqms() -> dict:
-    from orchestrate import experiment
+    from orchestrate import runspec
     topo = dict(SPEC["topology"])
-    return {n: experiment.aqm_setup(n, topo)["forward"] for n in experiment.load_aqms()
+    return {n: runspec.aqm_setup(n, topo)["forward"] for n in runspec.load_aqms()
             if n not in AQMS_TESTED_ELSEWHERE}
 
 
 def test_every_aqm_has_a_traffic_test():
     """A new entry in config/aqms.yaml is put through traffic in the guest (test_linux_aqms_carry_traffic)
     unless its own suite does it."""
-    from orchestrate import experiment
-    assert set(_linux_aqms()) | AQMS_TESTED_ELSEWHERE == set(experiment.load_aqms())
+    from orchestrate import runspec
+    assert set(_linux_aqms()) | AQMS_TESTED_ELSEWHERE == set(runspec.load_aqms())
     assert {"droptail", "choke", "red", "sfb", "pie", "codel", "fq_codel", "cake", "sfq", "fq"} <= set(_linux_aqms())
 
 
@@ -587,7 +587,7 @@ def test_an_exited_process_keeps_its_group():
 # ---------------------------------------------------------------- scenario chain (paper Section 8)
 
 def _chain_spec(**topo) -> dict:
-    """A chain run.json as orchestrate.experiment writes it: chain.validate's topology (the paper's
+    """A chain run.json as orchestrate.runspec writes it: chain.validate's topology (the paper's
     defaults), the reference workload, load 0."""
     from topologies import chain
     s = copy.deepcopy(SPEC)

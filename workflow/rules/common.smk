@@ -2,7 +2,8 @@ import re
 import sys
 from pathlib import Path
 
-from orchestrate import experiment
+from orchestrate import matrix, runspec
+from orchestrate.config import ConfigError, validate as validate_config
 from orchestrate.bundle import RUN_ID_PATTERN
 
 # `./favorlab analyse` (orchestrate/bundle.py) runs the analysis rules alone on a results directory made
@@ -19,16 +20,16 @@ else:
     _sources = [str(p) for p in getattr(workflow, "overwrite_configfiles", [])] or ["config"]
     try:
         # warnings (a pool above the machine's cores) once, from the main process, not from every job's
-        CFG = experiment.validate(dict(config), ", ".join(_sources),
+        CFG = validate_config(dict(config), ", ".join(_sources),
                                  warn=None if workflow.is_main_process else (lambda _msg: None))
-    except experiment.ConfigError as _e:
+    except ConfigError as _e:
         # Stop before any experiment starts; the message names the key and the fix.
         sys.stderr.write(f"favorlab: invalid configuration\n{_e}\n")
         sys.exit(2)
 
     NAME = CFG["name"]
     RESULTS = f"results/{NAME}"
-    RUNS = {r.run_id: r for r in experiment.runs(CFG)}
+    RUNS = {r.run_id: r for r in matrix.runs(CFG)}
 PY = sys.executable
 REPORT = f"{RESULTS}/report.html"
 

@@ -7,7 +7,7 @@ SCHEDULES = {r.schedule_id: r for r in RUNS.values()}
 
 
 def _schedule_args(wc):
-    return shlex.join(experiment.schedule_args(CFG, SCHEDULES[wc.sched]))
+    return shlex.join(runspec.schedule_args(CFG, SCHEDULES[wc.sched]))
 
 
 rule schedule:
@@ -19,4 +19,4 @@ rule schedule:
     log:
         f"{RESULTS}/logs/schedule-{{sched}}.log",
     shell:
-        "{PY:q} -m workloads.schedule {params.args} --out {params.tmp:q} > {log:q} 2>&1 && mv {params.tmp:q} {output:q}"
+        "{PY:q} -m orchestrate.schedule {params.args} --out {params.tmp:q} > {log:q} 2>&1 && mv {params.tmp:q} {output:q}"

@@ -32,7 +32,7 @@ if workflow.is_main_process:
 
 
 def _spec(wc):
-    return experiment.run_spec(CFG, RUNS[wc.run_id])
+    return runspec.run_spec(CFG, RUNS[wc.run_id])
 
 
 rule run:
@@ -42,10 +42,10 @@ rule run:
         directory(f"{RESULTS}/runs/{{run_id}}"),
     params:
         # What selects a rerun (--rerun-triggers params): the run spec, which is what the run does, and the
-        # kind of testbed (orchestrate.experiment.testbed_param); which guest or host, whether it stays up,
+        # kind of testbed (orchestrate.runspec.testbed_param); which guest or host, whether it stays up,
         # the pool and the P4 toolchain flag are not experiment parameters and are left out
         spec=_spec,
-        testbed=experiment.testbed_param(CFG),
+        testbed=runspec.testbed_param(CFG),
     threads: RUN_THREADS
     resources:
         testbed=1,
@@ -60,7 +60,7 @@ rule run:
             "{PY:q} -m orchestrate.run_step --testbed {pool} --spec {spec:q} --schedule {input.schedule:q}"
             " --run-dir {output:q} --attempts {attempts:q} --excluded-dir {EXCLUDED:q}"
             " 2>&1 | tee -a {log:q}; exit ${{PIPESTATUS[0]}}",
-            pool=experiment.shell_json(POOL["members"]), spec=str(spec_dir / "run.json"), attempts=CFG["attempts"],
+            pool=runspec.shell_json(POOL["members"]), spec=str(spec_dir / "run.json"), attempts=CFG["attempts"],
         )
 
 
@@ -78,7 +78,7 @@ def _spec_change(old_dir, run_id):
         old = json.loads((Path(old_dir) / "run.json").read_text())
     except (OSError, ValueError):
         return []
-    new = experiment.run_spec(CFG, RUNS[run_id])
+    new = runspec.run_spec(CFG, RUNS[run_id])
     return sorted(k for k in set(old) | set(new) if old.get(k) != new.get(k))
 
 
@@ -125,12 +125,12 @@ onstart:
     if _todo:
         shell("{PY:q} -m orchestrate.testbeds up-all --pool {pool} --limit {n:q} --excluded-dir {EXCLUDED:q}"
               " --log-dir {logs:q} || true",
-              pool=experiment.shell_json(POOL["members"]), n=min(_todo, AT_ONCE), logs=f"{RESULTS}/logs/testbeds")
+              pool=runspec.shell_json(POOL["members"]), n=min(_todo, AT_ONCE), logs=f"{RESULTS}/logs/testbeds")
 
 
 onsuccess:
-    shell("{PY:q} -m orchestrate.testbeds down-all --pool {pool} || true", pool=experiment.shell_json(POOL["members"]))
+    shell("{PY:q} -m orchestrate.testbeds down-all --pool {pool} || true", pool=runspec.shell_json(POOL["members"]))
 
 
 onerror:
-    shell("{PY:q} -m orchestrate.testbeds down-all --pool {pool} || true", pool=experiment.shell_json(POOL["members"]))
+    shell("{PY:q} -m orchestrate.testbeds down-all --pool {pool} || true", pool=runspec.shell_json(POOL["members"]))
