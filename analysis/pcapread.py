@@ -51,7 +51,8 @@ def _sack_blocks(opts):
     return out
 
 
-# magic -> (byte order, divisor); the timestamps are computed as dpkt does (same floats as before)
+# magic -> (byte order, divisor); the timestamps are computed as dpkt does, so a classic pcap walked here and a
+# pcapng read by dpkt give the same floats
 _PCAP_MAGIC = {b"\xd4\xc3\xb2\xa1": ("<", 1e6), b"\xa1\xb2\xc3\xd4": (">", 1e6),
                b"\x4d\x3c\xb2\xa1": ("<", Decimal("1E9")), b"\xa1\xb2\x3c\x4d": (">", Decimal("1E9"))}
 

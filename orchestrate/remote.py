@@ -108,7 +108,7 @@ def die_with_parent(sig: int = signal.SIGTERM):
     """A preexec_fn: the child gets `sig` when the process that started it ends, however it ends (SIGKILL
     included). An ssh left behind by a killed controller keeps the runner's session open; with this the
     session closes and the runner on the host sees its controller gone. The standard library has no
-    prctl(2), hence ctypes; where prctl is missing (not Linux) the child is left as before."""
+    prctl(2), hence ctypes; where prctl is missing (not Linux) the child is left as it is."""
     parent = os.getpid()
     try:        # looked up here, in the parent: the child between fork and exec should only call it
         prctl = ctypes.CDLL(None, use_errno=True).prctl

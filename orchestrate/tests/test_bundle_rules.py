@@ -57,5 +57,5 @@ def test_the_report_covers_the_run_list_and_counts_the_tables_it_left_out(tmp_pa
     assert "Tables of 1 run(s) that are not among this config's runs were left out" in h
     assert f"<td>{RIDS[0]}</td>" in h and f"<td>{RIDS[0].replace('load0.50', 'load0.90')}</td>" not in h
     assert "<h2>Runs (2): manifest and fidelity</h2>" in h
-    # without the list, every run is reported, as before
+    # without the list, every run under runs/ is reported
     assert "<h2>Runs (3): manifest and fidelity</h2>" in report.render(str(tmp_path))

@@ -274,7 +274,7 @@ def test_random_sequences_exercise_every_branch(lib):
     assert all(total[k] > 0 for k in total), total
 
 
-# ---------------------------------------------------------------- a flood of new flows (issue 15, Section 9.1)
+# ---------------------------------------------------------------- a flood of new flows (Section 9.1)
 
 class _DropTail:
     """A FIFO with tail drop, the baseline: written here, as the C core has no DropTail mode."""
