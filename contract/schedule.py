@@ -58,7 +58,7 @@ def _parse_row(path, lineno: int, r: dict) -> Flow:
             return conv(r[name])
         except (TypeError, ValueError):
             raise ScheduleError(f"{path}:{lineno}: column {name} = {r[name]!r} is not a valid "
-                                f"{conv.__name__}; regenerate the schedule with python -m workloads.schedule")
+                                f"{conv.__name__}; regenerate the schedule with python -m orchestrate.schedule")
     f = Flow(field("flow_id", int), field("start_s", float), field("size_bytes", int), field("size_pkts", int),
              r["src"] or "", r["dst"] or "", r["direction"] or "", r["kind"] or "")
     problems = []
@@ -88,7 +88,7 @@ def read_schedule(path: str | Path) -> tuple[dict, list[Flow]]:
     """
     path = Path(path)
     if not path.is_file():
-        raise ScheduleError(f"{path}: no such schedule file (make one with python -m workloads.schedule)")
+        raise ScheduleError(f"{path}: no such schedule file (make one with python -m orchestrate.schedule)")
     meta, body, lineno0 = {}, [], None
     with path.open(newline="") as fh:
         for n, line in enumerate(fh, 1):

@@ -1,6 +1,6 @@
 """Flow schedules: Poisson arrivals, Pareto (or other) sizes, sender/receiver pairs. Controller side.
 
-    python -m workloads.schedule --load 0.55 --capacity-mbps 10 --duration 60 --seed 7 \
+    python -m orchestrate.schedule --load 0.55 --capacity-mbps 10 --duration 60 --seed 7 \
         --sizes pareto:shape=1.3,mean_pkts=30 [--reverse-load 0.1] [--mss 1460] [--topology dumbbell] \
         --out schedule.csv
 
@@ -28,7 +28,7 @@ from scipy import optimize, special
 
 from contract import sizes as sizes_grammar
 from contract.sizes import pareto_minimum
-from contract.schedule import Flow, ScheduleError, read_schedule, write_schedule  # noqa: F401 (re-export)
+from contract.schedule import Flow, write_schedule
 
 PACKET_BYTES = 1500
 DEFAULT_MSS = 1460     # payload bytes per packet: 1500 less the IPv4 and TCP headers
@@ -38,6 +38,9 @@ TOPOLOGIES = {
     # (sender, receiver) of the forward direction; reverse flows go receiver -> sender.
     "dumbbell": [(a, b) for a in ("a1", "a2", "a3") for b in ("b1", "b2", "b3")],
 }
+# The `generator` a schedule's header records: one name for the file format's generator, whatever module
+# holds it, so that equal parameters make byte-equal schedules.
+GENERATOR = "workloads.schedule"
 # Topologies whose workload is closed loop (the chain's reference user, workloads.reference): no open-loop
 # flows, so their schedule is the header alone (--load 0). The runner replaces the run directory's copy with
 # the flows the reference user started (its --schedule-out), which extraction joins like any schedule.
@@ -179,7 +182,7 @@ def generate(load: float, capacity_mbps: float, duration: float, seed: int, size
     sizes = parse_sizes(sizes) if isinstance(sizes, str) else sizes
     check_args(load, capacity_mbps, duration, seed, reverse_load, mss, topology, packet_bytes)
     if topology in CLOSED_LOOP:
-        return {"generator": "workloads.schedule", "format": 1, "seed": seed, "load": 0, "reverse_load": 0,
+        return {"generator": GENERATOR, "format": 1, "seed": seed, "load": 0, "reverse_load": 0,
                 "capacity_mbps": capacity_mbps, "duration_s": duration, "sizes": sizes.spec(), "mss": mss,
                 "topology": topology, "flows_forward": 0, "flows_reverse": 0, "closed_loop": 1,
                 "note": "no open-loop flows: the runner writes the reference user's flows over this file"}, []
@@ -190,7 +193,7 @@ def generate(load: float, capacity_mbps: float, duration: float, seed: int, size
                              packet_bytes)
     flows = [Flow(i, r[0], r[1], r[2], r[3], r[4], r[5], "web") for i, r in enumerate(fwd + rev)]
     flows.sort(key=lambda f: (f.start_s, f.flow_id))
-    meta = {"generator": "workloads.schedule", "format": 1, "seed": seed, "load": load,
+    meta = {"generator": GENERATOR, "format": 1, "seed": seed, "load": load,
             "reverse_load": reverse_load, "capacity_mbps": capacity_mbps, "duration_s": duration,
             "sizes": sizes.spec(), "mean_pkts_effective": f"{sizes.mean_pkts_effective:.6f}", "mss": mss,
             "packet_bytes": packet_bytes, "topology": topology,
@@ -200,7 +203,7 @@ def generate(load: float, capacity_mbps: float, duration: float, seed: int, size
     return meta, flows
 
 
-# The generator's constraints, importable so that config validation (orchestrate/experiment.py) applies
+# The generator's constraints, importable so that config validation (the config module) applies
 # these very checks before any testbed starts: each raises ValueError saying what is wrong.
 def check_load(load: float) -> None:
     """The forward load of an open-loop schedule: rho in (0, 1)."""
@@ -244,7 +247,7 @@ def check_args(load, capacity_mbps, duration, seed, reverse_load, mss, topology,
 
 
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m workloads.schedule", description=__doc__.split("\n\n")[0])
+    ap = argparse.ArgumentParser(prog="python -m orchestrate.schedule", description=__doc__.split("\n\n")[0])
     ap.add_argument("--load", type=float, required=True, help="forward load rho in (0, 1)")
     ap.add_argument("--capacity-mbps", type=float, required=True, help="bottleneck capacity C")
     ap.add_argument("--duration", type=float, required=True, help="arrivals in [0, duration) seconds")
@@ -262,7 +265,7 @@ def main(argv=None) -> int:
         meta, flows = generate(a.load, a.capacity_mbps, a.duration, a.seed, a.sizes, a.reverse_load, a.mss,
                                a.topology, a.packet_bytes)
     except ValueError as e:
-        print(f"workloads.schedule: {e}", file=sys.stderr)
+        print(f"orchestrate.schedule: {e}", file=sys.stderr)
         return 2
     write_schedule(Path(a.out), meta, flows)
     if meta.get("closed_loop"):

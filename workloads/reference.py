@@ -18,10 +18,10 @@ time, whatever the network did to flows 0..i-1, so a DropTail and a FaQ run with
 same sequence; they differ only in how far into it they get before --stop-at. numpy is not used: this
 runs on testbed hosts (standard library only, Python 3.11).
 
-Sizes (packets, L = max(1, ceil(X)), size_bytes = L * mss as in workloads.schedule): `pareto` classic
+Sizes (packets, L = max(1, ceil(X)), size_bytes = L * mss as in orchestrate.schedule): `pareto` classic
 Pareto I, minimum xm = mean (a-1)/a (X = xm * random.paretovariate(a)); `lomax` Pareto II with the same
 mean (X = xm' * (paretovariate(a) - 1), xm' = mean (a-1)); `exponential` (random.expovariate). Same
-distributions and parameter names as workloads.schedule (bounded_pareto is not offered here).
+distributions and parameter names as orchestrate.schedule (contract.sizes; bounded_pareto is not offered here).
 
 Ends at --stop-at or on SIGTERM/SIGINT: a flow still open is aborted and logged `timed_out`; a flow not
 yet due is not logged (the client log's rows are the flows started). Exit status 0 unless inputs are wrong.

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from workloads import schedule as S
+from orchestrate import schedule as S
 from contract.schedule import ScheduleError, read_schedule
 
 KS_ALPHA = 0.01   # a fixed seed: the KS p-value of a correct sampler is uniform, so this fails 1 % of seeds
@@ -109,7 +109,7 @@ def test_pairs_are_uniform_over_the_nine_rtt_classes_and_reverse_goes_b_to_a():
 
 def cli(tmp_path, name, *extra):
     out = tmp_path / name
-    subprocess.run([sys.executable, "-m", "workloads.schedule", "--load", "0.55", "--capacity-mbps", "10",
+    subprocess.run([sys.executable, "-m", "orchestrate.schedule", "--load", "0.55", "--capacity-mbps", "10",
                     "--duration", "60", "--seed", "7", "--sizes", "pareto:shape=1.3,mean_pkts=30",
                     "--out", str(out), *extra], check=True, capture_output=True)
     return out
@@ -151,7 +151,7 @@ def test_bad_arguments_are_named(tmp_path):
         S.generate(1.2, 10, 60, 1, "pareto")
     with pytest.raises(ValueError, match="--topology"):
         S.generate(0.5, 10, 60, 1, "pareto", topology="ring")
-    p = subprocess.run([sys.executable, "-m", "workloads.schedule", "--load", "2", "--capacity-mbps", "10",
+    p = subprocess.run([sys.executable, "-m", "orchestrate.schedule", "--load", "2", "--capacity-mbps", "10",
                         "--duration", "6", "--seed", "1", "--out", str(tmp_path / "x.csv")], capture_output=True,
                        text=True)
     assert p.returncode == 2 and "--load" in p.stderr and not (tmp_path / "x.csv").exists()
@@ -182,7 +182,7 @@ def test_chain_schedule_is_the_header_of_a_closed_loop_workload(tmp_path):
     """Scenario chain (Section 8): the reference user is closed loop, so the controller's schedule holds no
     flows, only what made it; load and reverse load must be 0 (the runner writes the user's flows over it)."""
     out = tmp_path / "c.csv"
-    p = subprocess.run([sys.executable, "-m", "workloads.schedule", "--load", "0", "--reverse-load", "0",
+    p = subprocess.run([sys.executable, "-m", "orchestrate.schedule", "--load", "0", "--reverse-load", "0",
                         "--capacity-mbps", "10", "--duration", "300", "--seed", "5", "--topology", "chain",
                         "--out", str(out)], capture_output=True, text=True)
     assert p.returncode == 0, p.stderr

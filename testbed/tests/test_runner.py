@@ -799,8 +799,8 @@ def test_chain_run_end_to_end(guest, tmp_path):
     FQ-CoDel, a qdisc of the stock kernel that no other hop has, to show where the AQM sits."""
     from orchestrate import remote
     from topologies import chain
-    from workloads import schedule
-    from contract.schedule import read_schedule
+    from orchestrate import schedule
+    from contract.schedule import read_schedule, write_schedule
     ssh, t = guest
     spec = _chain_spec(hops=5, cross_flows_per_hop=2, cross_delays_ms=[10, 50])
     spec.update(duration_s=30, warmup_s=5, drain_s=10, trace_favor=False,
@@ -811,7 +811,7 @@ def test_chain_run_end_to_end(guest, tmp_path):
     (tmp_path / "run.json").write_text(json.dumps(spec))
     meta, flows = schedule.generate(0, 10, spec["duration_s"], spec["seed"], "pareto:shape=1.3,mean_pkts=30",
                                     reverse_load=0, topology="chain")
-    schedule.write_schedule(tmp_path / "schedule.csv", meta, flows)
+    write_schedule(tmp_path / "schedule.csv", meta, flows)
     run_dir = tmp_path / "runs" / spec["run_id"]
     t0 = time.time()
     remote.execute(ssh, run_dir, tmp_path / "run.json", tmp_path / "schedule.csv")

@@ -37,11 +37,11 @@ func pyInt(s string) (int64, error) {
 func readSchedule(path string) ([]flow, error) {
 	st, err := os.Stat(path)
 	if err != nil || !st.Mode().IsRegular() {
-		return nil, serr("%s: no such schedule file (make one with python -m workloads.schedule)", path)
+		return nil, serr("%s: no such schedule file (make one with python -m orchestrate.schedule)", path)
 	}
 	fh, err := os.Open(path)
 	if err != nil {
-		return nil, serr("%s: no such schedule file (make one with python -m workloads.schedule)", path)
+		return nil, serr("%s: no such schedule file (make one with python -m orchestrate.schedule)", path)
 	}
 	defer fh.Close()
 	var body strings.Builder
@@ -110,7 +110,7 @@ func readSchedule(path string) ([]flow, error) {
 		geti := func(c string) int64 {
 			v, err := pyInt(col(c))
 			if err != nil && convErr == nil {
-				convErr = serr("%s:%d: column %s = %s is not a valid int; regenerate the schedule with python -m workloads.schedule",
+				convErr = serr("%s:%d: column %s = %s is not a valid int; regenerate the schedule with python -m orchestrate.schedule",
 					path, lineno, c, pyRepr(col(c)))
 			}
 			return v
@@ -118,7 +118,7 @@ func readSchedule(path string) ([]flow, error) {
 		getf := func(c string) float64 {
 			v, err := parseFloat(col(c))
 			if err != nil && convErr == nil {
-				convErr = serr("%s:%d: column %s = %s is not a valid float; regenerate the schedule with python -m workloads.schedule",
+				convErr = serr("%s:%d: column %s = %s is not a valid float; regenerate the schedule with python -m orchestrate.schedule",
 					path, lineno, c, pyRepr(col(c)))
 			}
 			return v

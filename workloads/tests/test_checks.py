@@ -4,8 +4,9 @@ import json
 
 import pytest
 
-from workloads import checks, schedule
-from contract.schedule import write_schedule
+from orchestrate import schedule
+from workloads import checks
+from contract.schedule import read_schedule, write_schedule
 from workloads.tests.flowtools import free_port, rows, run_client, start_server, stop_server
 
 LOOP = {h: "127.0.0.1" for h in ("a1", "a2", "a3", "b1", "b2", "b3")}
@@ -45,7 +46,7 @@ def test_check_run_on_a_real_replay(run_dir):
     assert 0.1 < ol["scheduled"] < 0.6
     assert res["reverse_offered_load"]["ok"]
     lat = res["lateness_p99_ms"]
-    assert lat["ok"] and lat["n"] == len(schedule.read_schedule(run_dir / "schedule.csv")[1])
+    assert lat["ok"] and lat["n"] == len(read_schedule(run_dir / "schedule.csv")[1])
     assert lat["p50"] <= lat["measured"] <= lat["max"]
     assert res["flows_accounted"]["ok"] and res["flows_started"]["ok"]
     for v in res.values():

@@ -5,7 +5,8 @@ import time
 
 import pytest
 
-from workloads import http, persistent, schedule
+from orchestrate import schedule
+from workloads import http, persistent
 from contract.schedule import write_schedule
 from workloads.tests.flowtools import free_port
 

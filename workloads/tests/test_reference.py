@@ -72,7 +72,7 @@ def test_pareto_sizes_and_think_times_follow_their_distributions():
 
 
 def test_size_specs_mean_what_the_schedule_generator_means():
-    schedule = pytest.importorskip("workloads.schedule")      # controller side (numpy)
+    schedule = pytest.importorskip("orchestrate.schedule")      # controller side (numpy)
     for text in ("pareto:shape=1.3,mean_pkts=30", "pareto:mean_pkts=10", "lomax:shape=1.5,mean_pkts=100",
                  "exponential:mean_pkts=6"):
         name, params = reference.parse_sizes(text)
