@@ -15,7 +15,7 @@ import time
 
 import dpkt
 
-from analysis.extract import group_connections, sender_side
+from analysis.tcp import group_connections, sender_side
 from analysis.pcapread import read_pcap
 
 

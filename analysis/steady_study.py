@@ -4,8 +4,8 @@
 
 For each run of a results directory (its tables/<run_id>/flows.csv and runs/<run_id>/run.json), the test
 that extract applies to the run's own window (flows in the system, sampled once a second, drift of a
-least-squares line against the noise around it: extract.steady_state) is applied to windows that start at
-each of --starts (default: the run's warm-up) and last each of --windows seconds, up to the run's
+least-squares line against the noise around it: analysis.tables.run.steady_state) is applied to windows
+that start at each of --starts (default: the run's warm-up) and last each of --windows seconds, up to the run's
 duration_s. A config's warm-up and duration are chosen as the shortest that are steady at the loads that
 must be; the table says where none was.
 """
@@ -17,7 +17,7 @@ import json
 import os
 import sys
 
-from analysis.extract import run_t0, steady_state
+from analysis.tables.run import run_t0, steady_state
 
 NUMERIC = ("start_s", "syn_t", "done_t", "size_bytes")
 

@@ -5,7 +5,7 @@ import struct
 
 import dpkt
 
-from analysis.extract import FAVOR_COLS
+from analysis.tables.favor import FAVOR_COLS
 
 MSS = 1460
 D = 0.05      # one-way delay sender capture -> receiver capture

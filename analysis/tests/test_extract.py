@@ -7,6 +7,10 @@ import subprocess
 import pytest
 
 from analysis import extract as ex
+from analysis.runfiles import read_schedule
+from analysis.tables import run as run_table
+from analysis.tables.packets import bottleneck
+from analysis.tables.persistent import PERSISTENT_COLS
 from analysis.tests import synth
 
 
@@ -115,7 +119,7 @@ def test_linux_profile_sack_fast_retransmit_and_tail_loss_probe(tmp_path):
 def test_bottleneck_pairs_retransmitted_syn_with_its_own_copy():
     from analysis.pcapread import Pkt
     mk = lambda t: Pkt(t, "10.0.0.1", "10.0.0.2", 1, 2, 2, 100, 0, 0, 0, 0, [], None)
-    pairs = ex.bottleneck([mk(1.0), mk(4.0)], [mk(4.003)])
+    pairs = bottleneck([mk(1.0), mk(4.0)], [mk(4.003)])
     assert [t for _, t in pairs] == [None, 4.003]
 
 
@@ -123,7 +127,7 @@ def test_schedule_without_required_columns_is_refused(tmp_path):
     p = tmp_path / "s.csv"
     p.write_text("flow_id,start_s\n0,1.0\n")
     with pytest.raises(ValueError, match="size_bytes"):
-        ex.read_schedule(str(p))
+        read_schedule(str(p))
 
 
 def test_run_row_reports_nstat_deltas_beside_our_totals(tables):
@@ -212,7 +216,7 @@ def test_run_csv_carries_the_scenario_columns(tables, tmp_path):
     old = ["run_id", "config_name", "scenario", "aqm", "load", "iw", "profile", "replication", "seed",
            "bottleneck_mbps", "buffer_pkts", "valid", "invalid_reasons", "flows_total", "flows_complete",
            "flows_in_metrics", "flows_unmatched", "ours_syn_retrans", "ours_R", "ours_RTO", "ours_rto_data", "ours_FR",
-           "ours_TLP", "ours_other_rec", "ours_spurious"] + ["nstat_" + k for k in ex.NSTAT_KEYS]
+           "ours_TLP", "ours_other_rec", "ours_spurious"] + ["nstat_" + k for k in run_table.NSTAT_KEYS]
     with open(os.path.join(out, "run.csv")) as f:
         assert set(old) <= set(next(csv.reader(f)))
     assert (run["dataplane"], run["cc"], run["size_dist"], run["size_mean_pkts"], run["topology"]) == \
@@ -221,22 +225,22 @@ def test_run_csv_carries_the_scenario_columns(tables, tmp_path):
             "aqm": {"name": "p4-favorqueue", "forward": {"kind": "p4"}}, "load": 0.9, "replication": 3,
             "tcp": {"profile": "linux", "iw": 10, "congestion_control": "cubic"},
             "sizes": {"distribution": "pareto", "mean_pkts": 12.5}}
-    assert ex.scenario(spec) == dict(topology="parking-lot", bottleneck_mbps=2.5, buffer_pkts=60, iw=10, profile="linux",
+    assert run_table.scenario(spec) == dict(topology="parking-lot", bottleneck_mbps=2.5, buffer_pkts=60, iw=10, profile="linux",
                                      cc="cubic", size_dist="pareto", size_mean_pkts=12.5, dataplane="p4", hops="",
                                      aqm_hops="", flood_x="")
     # AQM, load and replication are not part of it
     other = dict(spec, aqm={"name": "p4-droptail", "forward": {"kind": "p4"}}, load=0.1, replication=0)
-    assert ex.scenario(other) == ex.scenario(spec)
+    assert run_table.scenario(other) == run_table.scenario(spec)
     # the chain: its length and the AQM's hops are (two sections differing only there must not pool), with the
     # builder's defaults where run.json leaves them out
     chain = dict(spec, scenario="chain", topology={"kind": "chain", "bottleneck_mbps": 10, "buffer_pkts": 8},
                  aqm={"name": "favor", "forward": {"kind": "favor"}})
-    assert (ex.scenario(chain)["hops"], ex.scenario(chain)["aqm_hops"]) == (5, "1")
+    assert (run_table.scenario(chain)["hops"], run_table.scenario(chain)["aqm_hops"]) == (5, "1")
     both = dict(chain, topology=dict(chain["topology"], hops=3, aqm_hops=[1, 3]))
-    assert (ex.scenario(both)["hops"], ex.scenario(both)["aqm_hops"]) == (3, "1+3")
+    assert (run_table.scenario(both)["hops"], run_table.scenario(both)["aqm_hops"]) == (3, "1+3")
     # a SYN flood's rate is part of it: the legitimate flows under a flood do not pool with those without
     flooded = dict(spec, flood={"kind": "synflood", "rate_x": 1.0})
-    assert ex.scenario(flooded)["flood_x"] == 1.0 and ex.scenario(flooded) != ex.scenario(spec)
+    assert run_table.scenario(flooded)["flood_x"] == 1.0 and run_table.scenario(flooded) != run_table.scenario(spec)
 
 
 def test_favored_data_packets_counted_by_pairing_trace_with_bneck_in(tmp_path):
@@ -299,16 +303,16 @@ def _flow(start, end):
 def test_steady_state_tells_a_stable_system_from_a_building_backlog():
     # one flow a second, each lasting 5 s: about 5 in the system throughout the window [10, 40)
     stable = [_flow(s, s + 5) for s in range(0, 40)]
-    r = ex.steady_state(stable, 1000.0, (10.0, 40.0))
+    r = run_table.steady_state(stable, 1000.0, (10.0, 40.0))
     assert r["steady"] == 1 and r["in_system_mean"] == pytest.approx(5, abs=1) and abs(r["in_system_drift"]) < 1
     # two a second, each lasting longer the later it starts (the testbed falls behind): N climbs
     building = [_flow(s / 2, s / 2 + 1 + s / 4) for s in range(0, 80)]
-    r = ex.steady_state(building, 1000.0, (10.0, 40.0))
+    r = run_table.steady_state(building, 1000.0, (10.0, 40.0))
     assert r["steady"] == 0 and r["in_system_drift"] > 15
     # flows that never finish stay in the system: a run that stalls is not steady
     stalled = stable[:20] + [_flow(s, None) for s in range(20, 40)]
-    assert ex.steady_state(stalled, 1000.0, (10.0, 40.0))["steady"] == 0
-    assert ex.steady_state([], 1000.0, (10.0, 40.0))["steady"] == ""
+    assert run_table.steady_state(stalled, 1000.0, (10.0, 40.0))["steady"] == 0
+    assert run_table.steady_state([], 1000.0, (10.0, 40.0))["steady"] == ""
 
 
 def test_report_recovery_table_shows_other_rec(tables):
@@ -349,7 +353,7 @@ def test_persistent_flows_come_from_iperf3_and_stay_out_of_flows(tmp_path):
     web = synth.Run(str(tmp_path / "w"))
     synth.clean(web.flow(0, 42000, 2, 2.0), 2.0)
     _, row = ex.extract(web.write(), str(tmp_path / "t2"), False)
-    assert (tmp_path / "t2" / "persistent.csv").read_text().strip() == ",".join(ex.PERSISTENT_COLS)
+    assert (tmp_path / "t2" / "persistent.csv").read_text().strip() == ",".join(PERSISTENT_COLS)
     assert row["persistent_conns"] == 0 and row["persistent_share_pct_mean"] == ""
 
 

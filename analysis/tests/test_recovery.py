@@ -9,7 +9,7 @@ import os
 
 import pytest
 
-from analysis import extract as ex
+from analysis.tcp import group_connections, sender_side
 from analysis.pcapread import Pkt, read_pcap, ACK
 from analysis.tests.data.recovery import pcaptext
 
@@ -23,10 +23,10 @@ def classify(name, profile, tmp_path):
     pcap = tmp_path / (name + ".pcap")
     with open(os.path.join(DATA, name + ".pcap.txt")) as f:
         pcap.write_bytes(pcaptext.to_pcap(f.read()))
-    conns = ex.group_connections(read_pcap(str(pcap)))
+    conns = group_connections(read_pcap(str(pcap)))
     assert len(conns) == 1, f"{name}: {len(conns)} connections"
     (key, pkts), = conns.items()
-    return ex.sender_side(pkts, key, profile)
+    return sender_side(pkts, key, profile)
 
 
 @pytest.mark.parametrize("name", sorted(EXPECTED))
@@ -51,5 +51,5 @@ def test_window_updates_are_not_dupacks():
     pk += [_pkt(0.25 + 0.01 * i, False, ACK, 5001, 2001, win=20 + 10 * i) for i in range(3)]
     pk += [_pkt(0.5, True, ACK, 2001, 5001, 1000)]
     key = ("10.0.0.1", 40000, "10.0.0.2", 5001, 1000)
-    got = ex.sender_side(pk, key, "paper")
+    got = sender_side(pk, key, "paper")
     assert (got["fr"], got["rto"], got["other_rec"]) == (0, 1, 0)

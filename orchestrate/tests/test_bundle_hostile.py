@@ -450,11 +450,11 @@ def test_extraction_refuses_a_schedule_path_outside_the_run_directory(schedule, 
 
 def test_extraction_refuses_plan_json_host_names_that_are_paths(tmp_path):
     """persistent/plan.json's hosts make the iperf3 report's file name: a host named as a path is refused."""
-    from analysis import extract as ex
+    from analysis.tables.persistent import persistent_rows
     rundir = Path(_run_dir(tmp_path))
     (tmp_path / "iperf3-x-y.json").write_text('{"end": {"streams": []}}')
     (rundir / "persistent").mkdir()
     (rundir / "persistent" / "plan.json").write_text(json.dumps(
         {"t0_unix": 0, "groups": [{"src": "../../../iperf3-x", "dst": "y", "port": 5201}]}))
     with pytest.raises(ValueError, match="plan.json names hosts '../../../iperf3-x'"):
-        ex.persistent_rows(str(rundir), json.loads((rundir / "run.json").read_text()))
+        persistent_rows(str(rundir), json.loads((rundir / "run.json").read_text()))

@@ -257,7 +257,7 @@ def test_trace_line_parsing():
 
 
 def test_trace_csv_is_what_analysis_reads(tmp_path):
-    from analysis.extract import read_favor_trace
+    from analysis.tables.favor import read_favor_trace
     ft = load_tracer()
     f = tmp_path / "favor-trace.csv"
     rows = [ft.parse(l, 0) for l in [
