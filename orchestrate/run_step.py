@@ -22,9 +22,6 @@ What every job on this run said goes to controller.log in the run directory, kep
 retries (which start the rule's own log afresh) and interruptions: the line that left a testbed out, in
 particular, stays beside the run it concerns. A job interrupted (SIGINT, SIGTERM) still records when its
 lease ended in the attempts it finished.
-
-FAVORLAB_TEST_FIRST_ATTEMPT (tests only): JSON {"run_id": ..., "fidelity": {...}}; that run's first
-attempt uses those fidelity thresholds (one it cannot meet makes it invalid on purpose).
 """
 from __future__ import annotations
 
@@ -43,7 +40,6 @@ from orchestrate import atomic, pool, remote, testbeds
 from orchestrate.provenance import favorlab_commit
 
 REPO = testbeds.REPO
-TEST_HOOK = "FAVORLAB_TEST_FIRST_ATTEMPT"
 EXIT_TESTBED_LEFT_OUT = 3   # the job failed because its testbed died; the retry leases another
 JOB_LOG = "controller.log"  # in the staging directory while attempts are made, then in the run directory
 
@@ -83,7 +79,7 @@ def make_attempts(run_once, spec: dict, staging: Path, attempts: int, log=print,
             log(f"run: attempt {done[-1]} invalid ({'; '.join(fidelity_of(staging / str(done[-1]))['reasons'])}): "
                 f"attempt {n} of {attempts}")
         started, t0 = datetime.now(timezone.utc), time.monotonic()
-        rc = run_once(attempt_spec(spec, n), staging / str(n))
+        rc = run_once(spec, staging / str(n))
         if rc != 0:
             return rc
         # the controller's view of the attempt (connect, copy, run, copy back): what a plan's wall time is made of
@@ -124,15 +120,6 @@ def run_attempts(run_once, spec: dict, staging: Path, run_dir: Path, attempts: i
     """make_attempts, then assemble: 0 when the run directory is in place."""
     rc = make_attempts(run_once, spec, staging, attempts, log)
     return rc if rc != 0 else assemble(staging, run_dir, log)
-
-
-def attempt_spec(spec: dict, n: int) -> dict:
-    hook = os.environ.get(TEST_HOOK)
-    if n == 1 and hook:
-        h = json.loads(hook)
-        if h.get("run_id") == spec["run_id"]:
-            return dict(spec, fidelity=dict(spec.get("fidelity", {}), **h["fidelity"]))
-    return spec
 
 
 def remote_command(t: dict, spec_file: Path, schedule: Path, dest: Path) -> list[str]:

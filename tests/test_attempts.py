@@ -91,9 +91,3 @@ def test_a_failing_attempt_fails_the_job_and_keeps_what_came_back(tmp_path):
     assert run_step.run_attempts(flaky, dict(SPEC, run_id="r"), staging, tmp_path / "runs" / "r", 3) == 255
     assert not (tmp_path / "runs" / "r").exists() and run_step.finished_attempts(staging) == [1]
 
-
-def test_test_hook_tightens_only_the_named_runs_first_attempt(monkeypatch):
-    monkeypatch.setenv(run_step.TEST_HOOK, json.dumps({"run_id": SPEC["run_id"], "fidelity": {"rate_min_share": 1.0}}))
-    assert run_step.attempt_spec(SPEC, 1)["fidelity"] == {"rate_min_share": 1.0}
-    assert run_step.attempt_spec(SPEC, 2) == SPEC
-    assert run_step.attempt_spec(dict(SPEC, run_id="other"), 1)["fidelity"] == {"rate_min_share": 0.9}
