@@ -1,4 +1,4 @@
-"""containers/: the frozen toolchain images (issue 16).
+"""containers/: the frozen toolchain images.
 
 The lock files are checked on every machine: they hold what the images are asked to hold, and the
 controller image holds everything scripts/bootstrap would install. Where a container engine runs

@@ -43,7 +43,7 @@ CUT = {
     # F23/F24 fit the model at loads 0.25 and 0.85 (Section 7)
     "table1": {"loads": [0.25, 0.85]},
     # one run: in a TCG guest it may come back invalid (cpu_busy, as the four of `./favorlab figures` did);
-    # F3/F4 are drawn either way (valid in CI on 2026-11-25: 20 s at load 0.25)
+    # F3/F4 are drawn either way, valid or not
     "bottleneck-100": {"loads": [0.25], "aqms": ["favor"]},
     "sizes": {"loads": [0.25], "keep": ("sizes", 2)},
     "buffer-sweep": {"loads": [0.25], "keep": ("bottlenecks", 2)},

@@ -1,5 +1,5 @@
 """One smoke run reached the way CloudLab and FABRIC hosts are: a login that is not root and has
-passwordless sudo, through a jump host (ProxyJump), with nothing but an Ansible inventory (issue 12).
+passwordless sudo, through a jump host (ProxyJump), with nothing but an Ansible inventory.
 
 The local guest plays both hosts. Its sshd, reached from here at 127.0.0.1:<forwarded port>, is the jump
 host, logged into as `bastion` (no sudo, like FABRIC's bastion); through it, the experiment host is

@@ -1,4 +1,4 @@
-"""Lint every shell script with shellcheck and the Ansible roles with ansible-lint (issue 15). Shell scripts are
+"""Lint every shell script with shellcheck and the Ansible roles with ansible-lint. Shell scripts are
 found by name (*.sh) or by their #! line among git's tracked files, so a new script is linted without being listed."""
 import os
 import shutil

@@ -66,8 +66,8 @@ def test_cache_key_follows_inputs():
 
 
 def test_guest_runs_dhcp_on_its_qemu_nic_only():
-    """networkd matching Type=ether ran DHCP on Mininet's veth ports too, and the requests (from 0.0.0.0)
-    reached the experiment's captures (issue 15)."""
+    """DHCP runs on the QEMU NIC only: networkd matching Type=ether would run it on Mininet's veth ports
+    too, and the requests (from 0.0.0.0) would reach the experiment's captures."""
     net = fv.GUEST_FILES["etc/systemd/network/10-virtio.network"]
     match = net.split("[Network]")[0]
     assert "Driver=virtio_net" in match and "Type=" not in match and "Name=" not in match
