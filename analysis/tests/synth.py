@@ -39,7 +39,7 @@ class Flow:
         self.dport = 5001       # the flow server's port; an iperf3 server's for a persistent flow
 
     def _send(self, t, flags, seq, ack, payload, lost=False, at_bneck=True, verdict=None, pushes_out=None):
-        """verdict: the favor trace's enqueue verdict (Run(trace=True)); default standard, or
+        """verdict: the favor trace's enqueue verdict (SyntheticRun(trace=True)); default standard, or
         drop_standard for a lost packet. pushes_out: the flow whose queued packet this arrival pushes out
         (its pushout_victim event comes first, as sch_favor emits them)."""
         self.ipid += 1
@@ -89,14 +89,15 @@ class Flow:
         self._send(t, dpkt.tcp.TH_FIN | dpkt.tcp.TH_ACK, self.isn + 1 + self.nseg * MSS, 5001, b"", verdict=verdict)
 
 
-class Run:
-    """trace=True: every packet entering the bottleneck also gets its favor-trace enqueue event."""
+class SyntheticRun:
+    """A run directory crafted packet by packet (captures, schedule, run.json, favor trace) whose tables are
+    known. trace=True: every packet entering the bottleneck also gets its favor-trace enqueue event."""
 
     def __init__(self, path, profile="paper", warmup_s=1.0, duration_s=40.0, trace=False):
         self.path, self.profile, self.warmup, self.duration, self.trace = path, profile, warmup_s, duration_s, trace
         self.caps = {k: [] for k in ["sender-a1", "sender-b1", "bneck-in", "bneck-out"]}
         self.sched = []
-        self.favor = []  # favor-trace rows, columns extract.FAVOR_COLS
+        self.favor = []  # favor-trace rows, columns FAVOR_COLS
 
     def add(self, point, t, frame):
         self.caps[point].append((t, frame))
@@ -153,7 +154,7 @@ class Run:
 
 def clean(fl, t, acks=True, verdicts=None):
     """Handshake then all segments, each acked one RTT later; returns time after FIN.
-    verdicts: favor-trace verdicts of the SYN, each data segment and the FIN (Run(trace=True))."""
+    verdicts: favor-trace verdicts of the SYN, each data segment and the FIN (SyntheticRun(trace=True))."""
     v = verdicts or [None] * (fl.nseg + 2)
     fl.syn(t, verdict=v[0])
     fl.synack(t + D)
@@ -168,7 +169,7 @@ def clean(fl, t, acks=True, verdicts=None):
 
 def standard_run(path, profile="paper"):
     """Seven flows whose answers are known (see test_extract.py)."""
-    run = Run(path, profile)
+    run = SyntheticRun(path, profile)
     # 0: clean, 3 segments
     clean(run.flow(0, 40000, 3, 2.0), 2.0)
     # 1: SYN lost once, retransmitted after 3 s
@@ -213,7 +214,7 @@ def standard_run(path, profile="paper"):
 
 def linux_run(path):
     """linux profile: SACK-triggered fast retransmit (1 dupack with SACK) and a tail-loss probe."""
-    run = Run(path, "linux")
+    run = SyntheticRun(path, "linux")
     # 0: 4 segments, segment 1 lost; one SACKed dupack then the retransmission -> FR (SACK-indicated)
     f = run.flow(0, 41000, 4, 2.0)
     f.syn(2.0); f.synack(2.0 + D); t = 2.0 + 2 * D

@@ -137,7 +137,7 @@ def test_run_row_reports_nstat_deltas_beside_our_totals(tables):
 
 
 def test_reused_four_tuple_gives_two_flows(tmp_path):
-    run = synth.Run(str(tmp_path / "r"))
+    run = synth.SyntheticRun(str(tmp_path / "r"))
     synth.clean(run.flow(0, 42000, 2, 2.0), 2.0)
     f = run.flow(1, 42000, 3, 9.0)
     f.isn = 900000
@@ -154,7 +154,7 @@ def test_reused_four_tuple_gives_two_flows(tmp_path):
 # A run with a measurement window [1, 20): flows before, inside, at and after its end, one never started.
 @pytest.fixture(scope="module")
 def window_run(tmp_path_factory):
-    run = synth.Run(str(tmp_path_factory.mktemp("w") / "r"), warmup_s=1.0, duration_s=20.0)
+    run = synth.SyntheticRun(str(tmp_path_factory.mktemp("w") / "r"), warmup_s=1.0, duration_s=20.0)
     synth.clean(run.flow(0, 43000, 2, 0.5), 0.5)       # warm-up
     synth.clean(run.flow(1, 43001, 2, 2.0), 2.0)
     synth.clean(run.flow(2, 43002, 3, 19.5), 19.5)
@@ -192,7 +192,7 @@ def test_flows_carry_their_paths_configured_rtt(window_run, tmp_path):
     hosts.json gives its path; a run without hosts.json leaves it empty rather than guessing."""
     by, _ = window_run
     assert [by[i]["path_rtt_ms"] for i in range(7)] == [synth.PATH_RTT_MS] * 7
-    run = synth.Run(str(tmp_path / "r"))
+    run = synth.SyntheticRun(str(tmp_path / "r"))
     synth.clean(run.flow(0, 44000, 2, 2.0), 2.0)
     d = run.write()
     os.remove(os.path.join(d, "hosts.json"))
@@ -244,7 +244,7 @@ def test_run_csv_carries_the_scenario_columns(tables, tmp_path):
 
 
 def test_favored_data_packets_counted_by_pairing_trace_with_bneck_in(tmp_path):
-    run = synth.Run(str(tmp_path / "r"), trace=True)
+    run = synth.SyntheticRun(str(tmp_path / "r"), trace=True)
     F, S = "favored", "standard"
     # 0: favored SYN, data favored / standard / favored, favored FIN: 4 favored events, 2 of them data
     synth.clean(run.flow(0, 44000, 3, 2.0), 2.0, verdicts=[F, F, S, F, F])
@@ -279,7 +279,7 @@ def test_syn_loss_located_at_bottleneck_or_reverse_path(tables, tmp_path):
     f = tables[2][1]  # standard run: its first SYN dropped at the bottleneck
     assert (f["syn_retrans"], f["syn_drops_bneck"], f["synack_retrans"]) == ("1", "1", "0")
     assert tables[2][0]["syn_drops_bneck"] == tables[2][0]["synack_retrans"] == "0"
-    run = synth.Run(str(tmp_path / "r"))
+    run = synth.SyntheticRun(str(tmp_path / "r"))
     # 0: the SYN-ACK is lost on the way back; the retransmitted SYN gets a second one
     f = run.flow(0, 45000, 2, 2.0)
     f.syn(2.0); f.synack(2.0 + synth.D, lost=True)
@@ -325,7 +325,7 @@ def test_report_recovery_table_shows_other_rec(tables):
 def test_persistent_flows_come_from_iperf3_and_stay_out_of_flows(tmp_path):
     """Scenario persistent: the iperf3 connections are not schedule flows (no flow id, no latency); each
     stream's throughput comes from iperf3's report, as a share of the bottleneck (F16's percent)."""
-    run = synth.Run(str(tmp_path / "r"))
+    run = synth.SyntheticRun(str(tmp_path / "r"))
     synth.clean(run.flow(0, 42000, 2, 2.0), 2.0)
     bulk = synth.Flow(run, 99, 42001, 20)
     bulk.dport = 5201
@@ -350,7 +350,7 @@ def test_persistent_flows_come_from_iperf3_and_stay_out_of_flows(tmp_path):
     assert [(r["stream"], r["share_pct"], r["start_s"], r["path_rtt_ms"]) for r in rows] == \
         [("0", "16.0", "3.0", "4"), ("1", "20.0", "3.0", "4")]
     # a web run has the table too, with its header only
-    web = synth.Run(str(tmp_path / "w"))
+    web = synth.SyntheticRun(str(tmp_path / "w"))
     synth.clean(web.flow(0, 42000, 2, 2.0), 2.0)
     _, row = ex.extract(web.write(), str(tmp_path / "t2"), False)
     assert (tmp_path / "t2" / "persistent.csv").read_text().strip() == ",".join(PERSISTENT_COLS)
@@ -363,7 +363,7 @@ def test_chain_reference_flows_join_by_the_schedule_and_hop_1_keeps_its_directio
     user pass the other way, which are not hop 1's arrivals (the hosts of r0's LAN are the senders)."""
     import dpkt
     import gzip
-    run = synth.Run(str(tmp_path / "c"))
+    run = synth.SyntheticRun(str(tmp_path / "c"))
     synth.clean(run.flow(0, 42000, 3, 2.0), 2.0)
     ack = synth._frame(synth.HOSTS["b1"], synth.HOSTS["a1"], 5001, 42000, dpkt.tcp.TH_ACK, 5001, 1, b"", 9)
     run.add("bneck-out", 2.5, ack)           # r1-prev first, then r0-lan: the reverse direction

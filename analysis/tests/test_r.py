@@ -131,7 +131,7 @@ def test_ranking_from_tables(results):
 
 @need_r
 def test_verdict_on_runs_without_flows_says_not_run(tmp_path):
-    run = synth.Run(str(tmp_path / "runs" / "empty"))
+    run = synth.SyntheticRun(str(tmp_path / "runs" / "empty"))
     ex.extract(run.write(), str(tmp_path / "tables" / "empty"))
     r = subprocess.run(["Rscript", "analysis/R/verdict.R", "--tables", str(tmp_path / "tables"), "--out", str(tmp_path / "v.csv")],
                        cwd=ROOT, capture_output=True, text=True)
@@ -259,7 +259,7 @@ def chain_run(path, aqm, n, unfinished=0, nseg=3):
     from them, captures sender-us and sender-ur; `unfinished` more flows that only send their SYN. nseg: the
     flows' segments (DropTail and FaQ runs whose every flow has the same latency would be one run given twice)."""
     import json
-    run = synth.Run(path, duration_s=40.0)
+    run = synth.SyntheticRun(path, duration_s=40.0)
     t = 2.0
     for i in range(n):
         t = synth.clean(run.flow(i, 41000 + i, nseg, t), t) + 0.05
