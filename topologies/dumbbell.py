@@ -18,12 +18,14 @@ from __future__ import annotations
 import os
 import subprocess
 
+from contract import qdiscs
+
 LEFT = ("a1", "a2", "a3")
 RIGHT = ("b1", "b2", "b3")
 ROUTERS = ("rl", "rr")
 HOSTS = LEFT + RIGHT
 FAVOR_TC_LIB = "/usr/local/lib/favorlab/tc"
-FAVORLAB_QDISCS = ("favor", "run2c", "las", "riops", "qsdrr")    # qdisc/ (ansible role sch_favor): their tc plugins are in FAVOR_TC_LIB
+FAVORLAB_QDISCS = qdiscs.kinds()    # qdisc/'s own: their tc plugins are in FAVOR_TC_LIB
 NETEM_LIMIT = 10000  # packets: well above the largest BDP (1000 Mb/s x 200 ms is ~16700 pkts only at 1G
 #                      access; access-port queues hold no standing queue, so this never binds in practice)
 

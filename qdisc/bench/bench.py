@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
-"""Per-packet cost of one of favorlab's qdiscs (sch_favor, sch_run2c, sch_las, sch_riops, sch_qsdrr) against pfifo, in the kernel,
-with pktgen.
+"""Per-packet cost of one of favorlab's qdiscs (qdisc/Kbuild's modules, contract.qdiscs) against pfifo, in the
+kernel, with pktgen.
 
-    python3 /opt/favorlab/qdisc/bench/bench.py [--qdisc favor|run2c|las|riops|qsdrr] [--seconds 1.5] [--reps 3]
+    python3 /opt/favorlab/qdisc/bench/bench.py [--qdisc KIND (favor)] [--seconds 1.5] [--reps 3]
                                                [--limits 8 100 1000 10000] [--flows 1 100 10000] [--json out.json]
 
 Runs as root on a testbed host (the QEMU guest; see qdisc/bench/run). For each mode, limit and
@@ -33,6 +33,10 @@ import threading
 import subprocess
 import sys
 import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))   # run as a script: the repository root
+from contract import qdiscs  # noqa: E402
 
 PG = "/proc/net/pktgen"
 # tc -s -j's fields every qdisc has; the rest of a qdisc's object is its own options and xstats
@@ -91,7 +95,7 @@ def run_one(mode, kind, limit, flows, seconds):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--qdisc", default="favor", choices=["favor", "run2c", "las", "riops", "qsdrr"], help="the qdisc against pfifo")
+    ap.add_argument("--qdisc", default="favor", choices=qdiscs.kinds(), help="the qdisc against pfifo")
     ap.add_argument("--seconds", type=float, default=1.5, help="length of one pktgen run (default 1.5 s)")
     ap.add_argument("--reps", type=int, default=3)
     ap.add_argument("--limits", type=int, nargs="+", default=[8, 100, 1000, 10000])

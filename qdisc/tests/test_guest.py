@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pytest
 
+from contract import qdiscs
 from qdisc.tests.test_core import Model
 from testbed.runner.run import KernelLog
 
@@ -550,7 +551,7 @@ def test_gso_packets_through_the_other_qdiscs_leave_no_backlog_in_the_parent(gue
     assert_dmesg_clean(guest)
 
 
-KINDS = ["favor", "run2c", "las", "riops", "qsdrr"]
+KINDS = qdiscs.kinds()
 
 
 @pytest.mark.parametrize("kind", KINDS)
@@ -599,7 +600,7 @@ def test_a_flood_beyond_memory_limit_is_dropped_and_counted(guest, kind):
 
 # ---------------------------------------------------------------- raw netlink (issue 15)
 
-@pytest.mark.parametrize("kind", ["favor", "run2c", "las", "riops", "qsdrr"])
+@pytest.mark.parametrize("kind", KINDS)
 def test_malformed_netlink_options_are_refused_and_leave_the_kernel_clean(guest, kind):
     """Hand-built RTM_NEWQDISC messages (guest/nlfuzz.py): every option attribute at wrong lengths and extreme
     values, unknown attribute types, options without NLA_F_NESTED or overrunning their attribute, and 300

@@ -11,13 +11,15 @@ from pathlib import Path
 
 import pytest
 
+from contract import qdiscs
+
 QDISC = Path(__file__).resolve().parents[1]
 REPO = QDISC.parent
 
 
 def modules():
     """The modules Kbuild builds (obj-m), e.g. ['sch_favor', 'sch_run2c']."""
-    return re.search(r"obj-m\s*:=\s*(.*)", (QDISC / "Kbuild").read_text()).group(1).replace(".o", "").split()
+    return list(qdiscs.modules())
 
 
 def test_versions_agree():
@@ -225,7 +227,7 @@ def test_plugin_parses_options_in_stock_tc(plugin):
     assert "favor:" not in p.stderr and ("unknown" in p.stderr or p.returncode == 0), p.stderr
 
 
-@pytest.mark.parametrize("qdisc", ["favor", "run2c", "las", "riops", "qsdrr"])
+@pytest.mark.parametrize("qdisc", qdiscs.kinds())
 def test_every_plugin_parses_memory_limit_in_stock_tc(plugin, qdisc):
     """memory_limit in tc's size units: a missing value, a word that is no size or 0 is refused by the plugin with
     the qdisc's name; a size goes on to the kernel (the host's has no favorlab qdisc: it refuses the kind)."""
