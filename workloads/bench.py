@@ -26,7 +26,7 @@ from pathlib import Path
 
 from workloads.checks import lateness
 from contract.schedule import Flow, write_schedule
-from workloads.tests.flowtools import GO, PY, REPO, build_go, free_port, rows, start_server, stop_server
+from workloads.launch import GO, PY, REPO, build_go, free_port, rows, start_server, stop_server
 
 TICK = os.sysconf("SC_CLK_TCK")
 

@@ -1,4 +1,6 @@
-"""Helpers for the client/server tests: start a server, run a client, read the logs."""
+"""The flow client and server as processes on this machine, in either implementation (Python, or Go's
+favorflow built from workloads/go): start a server, run a client, read their logs. The loopback benchmark
+(workloads.bench) and the client/server tests start them this way."""
 import csv
 import json
 import os
@@ -8,7 +10,7 @@ import subprocess
 import time
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[1]
 # Debian's python3 has no numpy: running under it proves client and server need the standard library only
 GUEST_PY = "/usr/bin/python3" if os.path.exists("/usr/bin/python3") else shutil.which("python3")
 GO_DIR = REPO / "workloads" / "go"

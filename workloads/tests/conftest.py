@@ -2,7 +2,7 @@
 import pytest
 
 from favorlab_testing import CI, GUEST, unavailable
-from workloads.tests.flowtools import GO, PY, build_go
+from workloads.launch import GO, PY, build_go
 
 
 @pytest.fixture(scope="session")
@@ -16,7 +16,7 @@ def go_built():
 
 @pytest.fixture(params=["python", "go"])
 def impl(request):
-    """The implementation under test (flowtools.Impl: .client / .server command prefixes)."""
+    """The implementation under test (workloads.launch.Impl: .client / .server command prefixes)."""
     if request.param == "go":
         return request.getfixturevalue("go_built")
     return PY

@@ -7,7 +7,7 @@ import pytest
 from orchestrate import schedule
 from workloads import checks
 from contract.schedule import read_schedule, write_schedule
-from workloads.tests.flowtools import free_port, rows, run_client, start_server, stop_server
+from workloads.launch import free_port, rows, run_client, start_server, stop_server
 
 LOOP = {h: "127.0.0.1" for h in ("a1", "a2", "a3", "b1", "b2", "b3")}
 
@@ -26,7 +26,7 @@ def run_dir(tmp_path_factory):
     try:
         import subprocess
         import time
-        from workloads.tests.flowtools import GUEST_PY, REPO
+        from workloads.launch import GUEST_PY, REPO
         (d / "hosts.json").write_text(json.dumps(LOOP))
         t0 = time.time() + 0.5
         procs = [subprocess.Popen([GUEST_PY, "-m", "workloads.client", "--schedule", str(d / "schedule.csv"),

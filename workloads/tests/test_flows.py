@@ -11,7 +11,7 @@ import uuid
 import pytest
 
 from contract.schedule import Flow, write_schedule
-from workloads.tests.flowtools import REPO, free_port, rows, run_client, start_server, stop_server
+from workloads.launch import REPO, free_port, rows, run_client, start_server, stop_server
 
 
 def small_schedule(path, n=300, rate=150.0, seed=3, big=(), src="a1", dst="b1"):

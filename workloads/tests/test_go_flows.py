@@ -5,7 +5,7 @@ import subprocess
 import pytest
 
 from contract.schedule import Flow, write_schedule
-from workloads.tests.flowtools import PY, REPO, free_port, rows, run_client, start_server, stop_server
+from workloads.launch import PY, REPO, free_port, rows, run_client, start_server, stop_server
 from workloads.tests.test_flows import small_schedule
 
 # lateness p99 bound for the Go client over loopback (Python's is about 0.2 ms on this 2-core VM; Go's about

@@ -8,7 +8,7 @@ import pytest
 from orchestrate import schedule
 from workloads import http, persistent
 from contract.schedule import write_schedule
-from workloads.tests.flowtools import free_port
+from workloads.launch import free_port
 
 HOSTS = {h: f"10.0.0.{i}" for i, h in enumerate(("a1", "a2", "a3", "b1", "b2", "b3"), 1)}
 

@@ -12,7 +12,7 @@ import pytest
 from workloads import reference
 from workloads.client import LOG_COLUMNS
 from contract.schedule import read_schedule
-from workloads.tests.flowtools import GUEST_PY, REPO, free_port, rows, start_server, stop_server
+from workloads.launch import GUEST_PY, REPO, free_port, rows, start_server, stop_server
 
 # Debian's python3 without the venv: the reference user runs on testbed hosts, standard library only
 REF = [GUEST_PY, "-s", "-m", "workloads.reference"]

@@ -10,7 +10,7 @@ from collections import Counter
 import pytest
 
 from workloads import synflood
-from workloads.tests.flowtools import REPO
+from workloads.launch import REPO
 
 FAVORFLOW = REPO / "workloads" / "go" / "bin" / "favorflow"
 
