@@ -8,7 +8,7 @@ first departure to the last, per second, and the ratio to the configured rate.
 
     sudo .venv/bin/python -m p4.bench_port_rate [--seconds 6]
 
-Needs the P4 toolchain and root, like p4/tests/test_bmv2.py.
+Needs the P4 toolchain and root, like p4/tests/test_bmv2.py (the same bench, p4.netns_bench).
 """
 from __future__ import annotations
 
@@ -17,17 +17,17 @@ import tempfile
 from pathlib import Path
 
 from p4 import control
-from p4.tests import test_bmv2 as bmv2
+from p4 import netns_bench
 
 
 def measure(phantoms: bool, seconds: float) -> dict:
-    bench = bmv2.Bench(Path(tempfile.mkdtemp(prefix="favorlab-p4bench-")))
+    bench = netns_bench.Bench(Path(tempfile.mkdtemp(prefix="favorlab-p4bench-")))
     try:
-        sw = bench.start_switch(bmv2.favor())
+        sw = bench.start_switch(netns_bench.favor())
         if not phantoms:   # a clone to an unconfigured session is not sent: favorqueue.p4 without phantoms
             sw.cli([f"mirroring_delete {control.PHANTOM_SESSION}"])
-        news = bmv2.other_flows(int(seconds / 0.1))
-        rx = bench.exchange([(f"{n}:1,{bmv2.A}:2", 0.0 if i == 0 else 0.1) for i, n in enumerate(news)],
+        news = netns_bench.other_flows(int(seconds / 0.1))
+        rx = bench.exchange([(f"{n}:1,{netns_bench.A}:2", 0.0 if i == 0 else 0.1) for i, n in enumerate(news)],
                             seconds=2.0)
         ts = [p["t"] - rx[0]["t"] for p in rx]
         return {"rate": (len(ts) - 1) / ts[-1], "packets": len(ts),
@@ -41,12 +41,13 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--seconds", type=float, default=6.0, help="how long the traffic is offered")
     a = ap.parse_args()
-    print(f"port configured at {bmv2.RATE_PPS} pps, buffer {bmv2.LIMIT} packets, 30 pps offered for {a.seconds:g} s")
+    print(f"port configured at {netns_bench.RATE_PPS} pps, buffer {netns_bench.LIMIT} packets, "
+          f"30 pps offered for {a.seconds:g} s")
     for phantoms in (False, True):
         m = measure(phantoms, a.seconds)
         v = m["verdicts"]
         print(f"phantoms {'on ' if phantoms else 'off'}: {m['rate']:.2f} pps first to last packet "
-              f"({m['rate'] / bmv2.RATE_PPS:.2f} x configured), {m['packets']} packets, per second "
+              f"({m['rate'] / netns_bench.RATE_PPS:.2f} x configured), {m['packets']} packets, per second "
               f"{m['per_second']}; favored {v['favored']}, standard {v['standard']}, "
               f"dropped {v['drop_standard'] + v['drop_favored']}, phantoms paced {v['phantoms']}")
     return 0

@@ -1,4 +1,4 @@
-"""Crafted packets for the BMv2 tests, run inside a test network namespace (scapy).
+"""Crafted packets for the BMv2 bench (p4.netns_bench), run inside one of its network namespaces (scapy).
 
     send  --iface IF --plan "PAUSE:SPORT:COUNT[,SPORT:COUNT...][;PAUSE:...]"
           batches of UDP 10.1.0.1 -> 10.2.0.1:5001 with 1000-byte payloads whose first 4 bytes are a
@@ -8,7 +8,7 @@
           Prints how late the latest batch went out: {"late_max_s": ...}
     sniff --iface IF --out FILE
           every UDP packet seen on IF as JSON lines {"sport", "seq", "t"}, in arrival order; prints
-          "ready" once capturing and stops at end of input (the test closes its stdin).
+          "ready" once capturing and stops at end of input (the bench closes its stdin).
 """
 from __future__ import annotations
 
