@@ -13,7 +13,7 @@ import yaml
 
 from orchestrate import testbeds
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 pytestmark = pytest.mark.guest
 
 

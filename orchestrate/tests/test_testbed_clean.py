@@ -1,7 +1,7 @@
 """`./favorlab testbed clean` (orchestrate/testbeds.py, ansible/clean.yml) offline: the play is valid
 Ansible, the command built for a host is the right one, what clean refuses, and the host's record of what
 provisioning installed (ansible/roles/testbed_base/tasks/record.yml, files/found.py) keeps the host as it
-was before favorlab. tests/test_testbed_clean_guest.py runs the play in check mode on the shared guest."""
+was before favorlab. orchestrate/tests/test_testbed_clean_guest.py runs the play in check mode on the shared guest."""
 import json
 import os
 import shlex
@@ -13,7 +13,7 @@ import pytest
 
 from orchestrate import pool, testbeds
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 ANSIBLE = REPO / "ansible"
 BIN = REPO / ".venv" / "bin"
 FOUND = ANSIBLE / "roles" / "testbed_base" / "files" / "found.py"

@@ -11,7 +11,7 @@ import pytest
 
 from orchestrate import testbeds
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 ANSIBLE = REPO / "ansible"
 PLAYBOOK = REPO / ".venv" / "bin" / "ansible-playbook"
 

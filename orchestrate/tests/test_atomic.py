@@ -11,7 +11,7 @@ import pytest
 
 from orchestrate import atomic, pool
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 FAVORVM = REPO / "testbed" / "vm" / "favorvm"
 
 
