@@ -19,7 +19,7 @@ import pytest
 
 from contract import qdiscs
 from qdisc.tests.test_core import Model
-from testbed.runner.run import KernelLog
+from testbed.runner.hoststate import KernelLog
 
 REPO = Path(__file__).resolve().parents[2]
 FAVORVM = REPO / "testbed" / "vm" / "favorvm"

@@ -4,7 +4,7 @@ import os
 import sys
 from pathlib import Path
 
-from testbed.runner.run import Run
+from testbed.runner.run import Runner
 
 
 def main() -> int:
@@ -18,7 +18,7 @@ def main() -> int:
         sys.exit(f"runner: --run-dir {a.run_dir} is not a directory (the controller copies run.json there)")
     if os.geteuid() != 0:
         sys.exit("runner: must run as root on the testbed host (it builds a Mininet network)")
-    return Run(a.run_dir, lock_wait_s=a.lock_wait).run()
+    return Runner(a.run_dir, lock_wait_s=a.lock_wait).run()
 
 
 if __name__ == "__main__":

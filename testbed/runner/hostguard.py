@@ -364,3 +364,10 @@ def watch_hangup(fd: int, on_hangup, halt: threading.Event, every_s: float = 1.0
     t = threading.Thread(target=loop, name="stdout-hangup", daemon=True)
     t.start()
     return t
+
+
+def expected_run_s(spec: dict) -> float:
+    """How long the run should hold the host: its traffic, drain and cross-traffic warm-up, plus 10 minutes
+    for the topology, the probes and the checks (a waiting run reads it from the lock)."""
+    return (float(spec.get("duration_s") or 0) + float(spec.get("drain_s") or 0)
+            + float((spec.get("workload") or {}).get("warmup_cross_s") or 0) + 600)

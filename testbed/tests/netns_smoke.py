@@ -1,5 +1,5 @@
 """Run the runner on THIS machine inside a private network namespace (no guest): the dumbbell, TCP
-profile, probes, captures, stats and the run-directory files. Used by test_runner.py.
+profile, probes, captures, stats and the run-directory files. Used by test_runner_guest.py.
 
     ip netns exec NS /usr/bin/python3 netns_smoke.py REPO RUN_DIR
 
@@ -17,7 +17,7 @@ from mininet.net import Mininet  # noqa: E402
 
 Mininet.inited = True  # skip fixLimits: global sysctls of a shared machine stay untouched
 from topologies import dumbbell  # noqa: E402
-from testbed.runner.run import Run  # noqa: E402
+from testbed.runner.run import Runner  # noqa: E402
 
 probe = subprocess.run(["tc", "qdisc", "add", "dev", "lo", "root", "netem", "delay", "1ms"],
                        capture_output=True, text=True)
@@ -39,4 +39,4 @@ spec = {"run_id": "netns-smoke", "topology": {
 (d / "run.json").write_text(json.dumps(spec))
 (d / "schedule.csv").write_text("# generator=test\nflow_id,start_s,size_bytes,size_pkts,src,dst,direction,kind\n"
                                 "0,0.5,14480,10,a1,b1,forward,web\n1,1.0,14480,10,b2,a3,reverse,web\n")
-sys.exit(Run(d).run())
+sys.exit(Runner(d).run())

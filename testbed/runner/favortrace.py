@@ -1,0 +1,116 @@
+"""The favor trace (qdisc/tools/favor_trace.py): one recorder on the queue that runs favor, started before
+the traffic and stopped after it, and the checks that it is complete and agrees with the queue's counters."""
+from __future__ import annotations
+
+import re
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+from testbed.runner import processes
+from testbed.runner.hoststate import qdisc_stats
+
+
+FAVOR_TRACE = Path("/opt/favorlab/qdisc/tools/favor_trace.py")
+
+
+TRACE_PARSE_WAIT_S = 300
+
+
+# favor_trace.py's verdicts and the counters of sch_favor's xstats they mirror (one event per decision)
+TRACE_COUNTERS = {"favored": "favored", "standard": "standard", "pushout_victim": "pushouts",
+                  "drop_favored": "drop_favored", "drop_standard": "drop_standard"}
+
+
+def trace_counts_check(path: Path, before: dict, after: dict, node: str, dev: str, at_stop: dict | None = None) -> dict:
+    """Each kind of decision the favor trace recorded, counted, against the traced queue's counters. The
+    recorder starts after before.json and stops before after.json is read (it parses its trace in between),
+    so a complete trace (lost_events=0) must hold at least every decision from before.json to the counters
+    read as it was stopped (qdisc/trace-stop.json) and at most every decision up to after.json: equal when
+    nothing passed the queue after the traffic. A trace with lost events is not compared (favor_trace says
+    so). What the favored share of Eq. 5 and F21/F22 is computed from rests on it."""
+    def favor_q(stats):
+        return next((q for q in (stats or {}).get(node, []) if q.get("kind") == "favor" and q.get("dev") == dev
+                     and "favored" in q), None)
+    qa, qb, qs = favor_q(after), favor_q(before), favor_q(at_stop)
+    if qa is None or not path.is_file():
+        return {}
+    counted = dict.fromkeys(TRACE_COUNTERS, 0)
+    complete = False
+    with path.open() as f:
+        next(f, None)                      # header
+        for line in f:
+            if line.startswith("#"):
+                complete = line.strip() == "# lost_events=0"
+                continue
+            verdict = line.split(",", 3)[2]
+            if verdict in counted:
+                counted[verdict] += 1
+    configured = "counters at the trace's stop - before <= trace events <= counters after - before, per decision"
+    if not complete:
+        return {"favor_trace_counts": {"configured": configured,
+                                       "measured": "not compared: the trace is incomplete (favor_trace)",
+                                       "ok": True, "severity": "warning"}}
+    upto = {v: qa[c] - (qb or {}).get(c, 0) for v, c in TRACE_COUNTERS.items()}
+    least = {v: (qs or qa)[c] - (qb or {}).get(c, 0) for v, c in TRACE_COUNTERS.items()}
+    differ = {v: {"trace": counted[v], "counters_at_stop": least[v], "counters_after": upto[v]}
+              for v in counted if not least[v] <= counted[v] <= upto[v]}
+    later = {v: upto[v] - counted[v] for v in counted if upto[v] != counted[v]}
+    return {"favor_trace_counts": {"configured": configured,
+                                   "measured": differ or dict(counted, **({"after_the_trace": later} if later else {})),
+                                   "ok": not differ, "severity": "warning"}}
+
+
+def trace_check(path: Path) -> dict:
+    """The favor trace is complete when its recorder wrote its last line, "# lost_events=0". A trace with
+    lost events undercounts favored packets (Eq. 5, F21, F22): a warning, the latency metrics stand."""
+    last = ""
+    if path.is_file():
+        with path.open("rb") as f:
+            f.seek(max(0, path.stat().st_size - 200))
+            last = f.read().decode(errors="replace").strip().splitlines()[-1:] or [""]
+            last = last[0]
+    m = re.fullmatch(r"# lost_events=(\d+)", last)
+    measured = int(m.group(1)) if m else "no final lost_events line (recorder killed or failed: log/favor-trace.out)"
+    return {"configured": "lost_events=0", "measured": measured, "ok": measured == 0, "severity": "warning"}
+
+
+def start(ctx) -> None:
+    """The recorder on the bottleneck when the forward AQM is favor and the spec asks for its trace."""
+    fwd = ctx.spec["aqm"]["forward"]["kind"]
+    if fwd != "favor" or not ctx.spec.get("trace_favor"):
+        return
+    if not FAVOR_TRACE.is_file():
+        ctx.checks["favor_trace"] = {"configured": True, "measured": f"not traced: {FAVOR_TRACE} missing",
+                                     "ok": True}
+        ctx.log(f"favor trace: {FAVOR_TRACE} missing, not traced")
+        return
+    if not any(h["aqm"] for h in ctx.hostsj.get("hops", [{"aqm": True}])):
+        return     # a chain with aqm_hops [] has no favor queue to trace
+    bneck = ctx.hostsj["bottleneck"]    # the dumbbell's rl-eth1; the chain's first AQM hop (r0-next)
+    ctx.procs["trace"] = processes.popen([sys.executable, str(FAVOR_TRACE), "--out",
+                                          str(ctx.dir / "qdisc" / "favor-trace.csv"), "--dev", bneck["intf"]],
+                                         ctx.net.get(bneck["node"]),
+                                         stdout=(ctx.dir / "log" / "favor-trace.out").open("w"),
+                                         stderr=subprocess.STDOUT)
+    ctx.checks["favor_trace"] = {"configured": True, "measured": "traced", "ok": True}
+
+
+def stop(ctx) -> None:
+    if "trace" not in ctx.procs:
+        return
+    # the queue's counters as the recorder stops: its trace must hold every decision up to here
+    # (trace_counts_check); what passes later (a lingering FIN while the trace is parsed) only after.json has
+    ctx.qdisc_at_trace_stop = qdisc_stats(ctx.net, ctx.routers())
+    ctx.write_json("qdisc/trace-stop.json", ctx.qdisc_at_trace_stop)
+    # the recorder parses the whole trace after the signal (outside the measured window): give it time
+    processes.stop(ctx.procs.pop("trace"), signal.SIGINT, wait=TRACE_PARSE_WAIT_S)
+    ctx.checks["favor_trace"] = trace_check(ctx.dir / "qdisc" / "favor-trace.csv")
+
+
+def counts_check(ctx, qdisc_after: dict) -> dict:
+    """trace_counts_check of the queue the recorder traced (no trace file: no check)."""
+    bneck = ctx.hostsj["bottleneck"]
+    return trace_counts_check(ctx.dir / "qdisc" / "favor-trace.csv", ctx.qdisc_before, qdisc_after,
+                              bneck["node"], bneck["intf"], ctx.qdisc_at_trace_stop)
