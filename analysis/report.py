@@ -223,7 +223,7 @@ def trace_vs_counters(tc):
 
 
 def kernel_health_section(runs):
-    """Per run, the testbed kernel's own checks (testbed/runner/run.py): warnings in its log, slab memory over
+    """Per run, the testbed kernel's own checks (testbed/runner/hoststate.py, cpu.py): warnings in its log, slab memory over
     the run, favor's counters against one another and against its trace. A soak (config/soak.yaml) is read
     here: an hour at load 0.95 must show no warning, flat slab and consistent counts."""
     def ck(r, name):

@@ -1,1 +1,2 @@
-"""Testbed parts: the local QEMU guest (vm/), the in-guest runner (runner/), the controller side (remote.py)."""
+"""Testbed parts: the host runner (runner/), the local QEMU guest (vm/), the CloudLab profile (cloudlab/).
+The controller's side of a run on a host is orchestrate.remote."""

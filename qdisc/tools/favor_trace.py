@@ -3,7 +3,7 @@
 
     python3 favor_trace.py --out FILE.csv [--dev rl-eth1] [--tracefs /sys/kernel/tracing]
 
-Runs on the testbed host as root, started by testbed/runner/run.py, stopped with SIGINT or
+Runs on the testbed host as root, started by testbed/runner/favortrace.py, stopped with SIGINT or
 SIGTERM: it then drains what the kernel still holds, writes a final "# lost_events=N" comment
 (events the ring buffer overwrote; 0 means the trace is complete), closes the file and removes
 its tracefs instance. It uses its own tracefs instance (instances/favorlab-<pid>) so it does not

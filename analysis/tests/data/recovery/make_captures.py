@@ -4,7 +4,7 @@
     python3 make_captures.py OUTDIR [NAME ...]
 
 For each case: two fresh network namespaces (rc-snd, rc-rcv) joined by a veth; the profile's per-netns
-sysctls (testbed/runner/run.py tcp_sysctls; the guest's init netns is not touched); netem delay 80 ms
+sysctls (testbed/runner/hoststate.py tcp_sysctls; the guest's init netns is not touched); netem delay 80 ms
 on the receiver's egress only, so the sender-side capture stamps data when it is sent and the RTT is
 80 ms; chosen packets dropped by tc filters on the receiver's veth (clsact: data and SYNs on ingress,
 SYN-ACKs on egress), i.e. after the sender's capture point, as a bottleneck drop would be.
@@ -28,7 +28,7 @@ SND, RCV, SIF, RIF = "rc-snd", "rc-rcv", "rcs0", "rcr0"
 SIP, RIP, PORT = "10.77.0.1", "10.77.0.2", 5001
 DELAY_MS = 80
 
-PROFILES = {   # testbed/runner/run.py tcp_sysctls (paper: reno, no SACK/timestamps/TLP/RACK/ECN; iw 2, quickack)
+PROFILES = {   # testbed/runner/hoststate.py tcp_sysctls (paper: reno, no SACK/timestamps/TLP/RACK/ECN; iw 2, quickack)
     "paper": dict(sysctls={"net.ipv4.tcp_no_metrics_save": 1, "net.ipv4.tcp_congestion_control": "reno",
                            "net.ipv4.tcp_sack": 0, "net.ipv4.tcp_timestamps": 0, "net.ipv4.tcp_early_retrans": 0,
                            "net.ipv4.tcp_recovery": 0, "net.ipv4.tcp_ecn": 0},
