@@ -1,7 +1,7 @@
 # Reading the extraction tables: TABLES/<run_id>/{flows.csv, run.csv} (analysis/README.md).
 suppressPackageStartupMessages(library(data.table))
 
-# The pipeline's run ids (orchestrate/bundle.py RUN_ID_PATTERN, workflow/rules/common.smk's wildcard
+# The pipeline's run ids (contract/rundir.py RUN_ID_PATTERN, workflow/rules/common.smk's wildcard
 # constraint; a test holds the two equal). Only such names become paths here.
 RUN_ID_RE <- "[A-Za-z0-9.-]+_[a-z0-9_-]+_load[0-9.]+_iw[0-9]+_rep[0-9]+"
 # A tables directory read without a run list (by hand, the tests): any plain name, never a space, a shell

@@ -16,7 +16,10 @@ from pathlib import Path
 
 import pytest
 
+from contract.rundir import RUN_ID_PATTERN
 from orchestrate import bundle as bd
+from orchestrate import bundle_layout as layout
+from orchestrate import bundle_unpack
 
 RID = "dumbbell-10M-buf8-pareto30-paper-reno_favor_load0.50_iw2_rep0"
 TOP = "b"
@@ -359,21 +362,21 @@ def test_a_tiny_archive_declaring_a_huge_member_is_refused_before_any_write(tmp_
     src = huge_member_gz(tmp_path / "x.tar.gz", 1 << 40)
     assert src.stat().st_size < 200
     with pytest.raises(bd.BundleError, match="declares 1024.0 GiB"):
-        bd.unpack(src, tmp_path / "out")
+        bundle_unpack.unpack(src, tmp_path / "out")
     assert not (tmp_path / "out").exists()
     # below the one-file cap, its data cut short: every header is read before a write, and the cut found
     with pytest.raises(bd.BundleError, match="not a readable tar archive"):
-        bd.unpack(huge_member_gz(tmp_path / "y.tar.gz", 20 * bd.GIB), tmp_path / "out")
+        bundle_unpack.unpack(huge_member_gz(tmp_path / "y.tar.gz", 20 * layout.GIB), tmp_path / "out")
     assert not (tmp_path / "out").exists()
 
 
 def test_a_bundle_larger_than_the_free_disk_is_refused_before_any_write(tmp_path, monkeypatch):
     src = write_tar(tmp_path / "x.tar.gz", files=with_(**{f"runs__{RID}__big.bin": b"\0" * 4096}))
-    usage = bd.shutil.disk_usage(tmp_path)
+    usage = layout.shutil.disk_usage(tmp_path)
     # the disk as full as it would be for a bundle of tens of GB: the free space less than the margin kept
-    monkeypatch.setattr(bd.shutil, "disk_usage", lambda _p: usage._replace(free=bd.FREE_MARGIN))
+    monkeypatch.setattr(layout.shutil, "disk_usage", lambda _p: usage._replace(free=layout.FREE_MARGIN))
     with pytest.raises(bd.BundleError, match=r"total \d+\.\d KiB but .* has 1\.0 GiB free"):
-        bd.unpack(src, tmp_path / "out")
+        bundle_unpack.unpack(src, tmp_path / "out")
     assert not (tmp_path / "out").exists()
 
 
@@ -386,7 +389,7 @@ def test_a_bundle_larger_than_the_free_disk_is_refused_before_any_write(tmp_path
     ("...tar.gz", "bundle"),
 ])
 def test_the_default_folder_is_a_plain_name(name, folder, tmp_path):
-    out = bd.default_out(tmp_path / name)
+    out = bundle_unpack.default_out(tmp_path / name)
     assert out == tmp_path / folder
     assert re.fullmatch(r"[A-Za-z0-9._-]+", out.name)
 
@@ -403,20 +406,21 @@ def test_the_layout_admits_what_bundle_writes():
     for n in ["SHA256SUMS", "BUNDLE.json", "config/quick.yaml", f"runs/{RID}/DONE", f"runs/{RID}/flows/client-a1.csv",
               f"runs/{RID}/attempts/2/pcap/bneck-in.pcap", f"runs/{RID}/qdisc/p4-before.json",
               f"runs/{RID}/persistent/iperf3-a1-b2.json", f"tables/{RID}/packets.csv.gz"]:
-        bd.check_name(n)
+        layout.check_name(n)
     for n in [f"runs/{RID}/.hidden", f"tables/{RID}/sub/flows.csv", "config/a/b.yaml", "config/x.sh", "runs",
               f"runs/{RID}/a b", "tables/x/run.csv", "SHA256SUMS/x", f"runs/{RID}/" + "/".join(["d"] * 8)]:
         with pytest.raises(bd.BundleError):
-            bd.check_name(n)
+            layout.check_name(n)
 
 
 def test_common_smk_and_load_r_use_the_one_run_id_pattern():
-    """The allow-list's run ids are the pipeline's: common.smk's wildcard constraint is bundle.py's
+    """The allow-list's run ids are the pipeline's: common.smk's wildcard constraint is contract.rundir's
     pattern, and analysis/R/load.R holds the same one."""
     smk = (bd.REPO / "workflow" / "rules" / "common.smk").read_text()
+    assert re.search(r"^from contract\.rundir import .*\bRUN_ID_PATTERN\b", smk, re.M)
     assert re.search(r"^\s+run_id=RUN_ID_PATTERN,$", smk, re.M)
     load_r = (bd.REPO / "analysis" / "R" / "load.R").read_text()
-    assert f'RUN_ID_RE <- "{bd.RUN_ID_PATTERN}"' in load_r
+    assert f'RUN_ID_RE <- "{RUN_ID_PATTERN}"' in load_r
 
 
 # ------------------------------------------------------------------ paths named inside a run's own files

@@ -1,0 +1,87 @@
+"""The run directory (docs/contracts.md, "Run directory"): its file names and small readers.
+
+The runner writes results/<config>/runs/<run_id>/ on a testbed host, the controller brings it back and adds
+its own bookkeeping, the analysis and the bundle read it; every one of them names the files from here.
+"""
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+# The pipeline's run ids: <scenario and topology>_<aqm>_load<load>_iw<iw>_rep<n>. The Snakemake wildcard
+# constraint (workflow/rules/common.smk) imports this, analysis/R/load.R holds the same pattern (a test holds
+# the two equal), and a bundle's runs/ and tables/ directories must match it: no space, no shell
+# metacharacter, no path separator, never '.' or '..'.
+RUN_ID_PATTERN = r"[A-Za-z0-9.-]+_[a-z0-9_-]+_load[0-9.]+_iw[0-9]+_rep[0-9]+"
+RUN_ID = re.compile(RUN_ID_PATTERN)
+
+# written by the runner
+SPEC = "run.json"
+SCHEDULE = "schedule.csv"
+MANIFEST = "manifest.json"
+FIDELITY = "fidelity.json"
+HOSTS = "hosts.json"
+LOG_DIR = "log"
+RUNNER_LOG = "log/runner.log"
+PCAP_DIR = "pcap"
+DONE = "DONE"               # written last: a directory without it is no run
+PARTIAL = ".partial"        # <run_id>.partial/ while the run is made, renamed to <run_id>/ when complete
+# written by the controller (orchestrate.run_step)
+CONTROLLER = "controller.json"
+ATTEMPTS = "attempts.json"
+ATTEMPTS_DIR = "attempts"
+CONTROLLER_LOG = "controller.log"
+# what extraction writes per run under tables/<run_id>/
+TABLE_FILES = ("flows.csv", "run.csv", "persistent.csv", "packets.csv.gz")
+
+
+class RunDirError(ValueError):
+    """A run directory's file that is missing or not what its writer writes; the message names the file."""
+
+
+def partial_of(run_dir: Path) -> Path:
+    """Where a run is made before it is complete: <run_dir>.partial beside it."""
+    return run_dir.with_name(run_dir.name + PARTIAL)
+
+
+def is_finished(run_dir: Path) -> bool:
+    """A finished run: a directory (not a symlink, not <run_id>.partial) holding the file DONE."""
+    run_dir = Path(run_dir)
+    done = run_dir / DONE
+    return (run_dir.is_dir() and not run_dir.is_symlink() and not run_dir.name.endswith(PARTIAL)
+            and done.is_file() and not done.is_symlink())
+
+
+_NO_DEFAULT = object()
+
+
+def read_json(run_dir: Path, name: str, default=_NO_DEFAULT):
+    """The JSON file `name` of a run directory; default when it does not exist (RunDirError without one),
+    RunDirError when it cannot be read or parsed."""
+    path = Path(run_dir) / name
+    try:
+        text = path.read_text()
+    except FileNotFoundError:
+        if default is not _NO_DEFAULT:
+            return default
+        raise RunDirError(f"{path}: missing from the run directory") from None
+    except (OSError, UnicodeDecodeError) as e:
+        raise RunDirError(f"{path}: cannot be read ({e})") from None
+    try:
+        return json.loads(text)
+    except ValueError as e:
+        raise RunDirError(f"{path}: not valid JSON ({e})") from None
+
+
+def read_spec(run_dir: Path) -> dict:
+    """run.json: the run spec the runner was given."""
+    return read_json(run_dir, SPEC)
+
+
+def read_manifest(run_dir: Path, default=_NO_DEFAULT):
+    return read_json(run_dir, MANIFEST, default)
+
+
+def read_fidelity(run_dir: Path, default=_NO_DEFAULT):
+    return read_json(run_dir, FIDELITY, default)

@@ -1,0 +1,47 @@
+"""The run directory's readers: a finished run is told from an unfinished one, and a file that is missing
+or broken is named."""
+import json
+
+import pytest
+
+from contract import rundir
+
+
+def test_a_run_is_finished_by_its_done_file_only_outside_partial(tmp_path):
+    run = tmp_path / "runs" / "r"
+    run.mkdir(parents=True)
+    assert not rundir.is_finished(run)
+    (run / rundir.DONE).write_text("")
+    assert rundir.is_finished(run)
+    part = rundir.partial_of(run)
+    assert part.name == "r.partial"
+    part.mkdir()
+    (part / rundir.DONE).write_text("")
+    assert not rundir.is_finished(part)
+    link = tmp_path / "runs" / "link"
+    link.symlink_to(run)
+    assert not rundir.is_finished(link)
+    (tmp_path / "other").mkdir()
+    (tmp_path / "other" / rundir.DONE).symlink_to(run / rundir.DONE)
+    assert not rundir.is_finished(tmp_path / "other")
+
+
+def test_readers_return_the_json_or_name_the_file(tmp_path):
+    (tmp_path / rundir.SPEC).write_text(json.dumps({"run_id": "x"}))
+    assert rundir.read_spec(tmp_path) == {"run_id": "x"}
+    assert rundir.read_manifest(tmp_path, {}) == {}
+    with pytest.raises(rundir.RunDirError, match=r"fidelity\.json: missing"):
+        rundir.read_fidelity(tmp_path)
+    (tmp_path / rundir.MANIFEST).write_text("{")
+    with pytest.raises(rundir.RunDirError, match=r"manifest\.json: not valid JSON"):
+        rundir.read_manifest(tmp_path, {})
+    with pytest.raises(ValueError):          # a RunDirError is a ValueError for callers that catch those
+        rundir.read_json(tmp_path, rundir.MANIFEST)
+
+
+@pytest.mark.parametrize("rid, ok", [
+    ("dumbbell-10M-buf8-pareto30-paper-reno_favor_load0.55_iw2_rep0", True),
+    ("chain-10M-buf8-pareto30-paper-reno_fq_codel_load0.00_iw2_rep0", True),
+    ("x_favor_load0.5_iw2_rep0/..", False), ("a b_favor_load0.5_iw2_rep0", False), ("..", False)])
+def test_run_ids_are_the_pipelines(rid, ok):
+    assert bool(rundir.RUN_ID.fullmatch(rid)) is ok
