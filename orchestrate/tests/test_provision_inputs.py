@@ -100,10 +100,10 @@ def test_the_roles_accept_a_plain_root_under_opt(root, tmp_path):
 
 
 def test_every_role_that_uses_favorlab_root_validates_it_first():
-    """The favorlab_code role's first task is the validation; sch_favor asserts its sources' path first."""
+    """The favorlab_code role's first task is the validation; favorlab_qdiscs asserts its sources' path first."""
     code = (ANSIBLE / "roles/favorlab_code/tasks/main.yml").read_text()
     first = code[code.index("\n- "):].split("\n- ")[1]
     assert "import_tasks: validate_root.yml" in first
-    sch = (ANSIBLE / "roles/sch_favor/tasks/main.yml").read_text()
+    sch = (ANSIBLE / "roles/favorlab_qdiscs/tasks/main.yml").read_text()
     first = next(l for l in sch.splitlines() if l.startswith("- "))
     assert "plain absolute path" in first

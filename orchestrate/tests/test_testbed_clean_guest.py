@@ -54,11 +54,11 @@ def test_clean_check_lists_the_removals_and_changes_nothing(shared_guest):
                        cwd=REPO, capture_output=True, text=True, timeout=1200)
     assert p.returncode == 0, p.stdout[-4000:] + p.stderr[-2000:]
     plan = changed_tasks(p.stdout)
-    version = yaml.safe_load((REPO / "ansible/roles/sch_favor/defaults/main.yml").read_text())["sch_favor_version"]
-    assert f"sch_favor : dkms remove sch_favor for every kernel, version {version}" in plan, plan
-    assert "favor" in plan["sch_favor : unload favorlab's qdisc modules"]
+    version = yaml.safe_load((REPO / "ansible/roles/favorlab_qdiscs/defaults/main.yml").read_text())["sch_favor_version"]
+    assert f"favorlab_qdiscs : dkms remove sch_favor for every kernel, version {version}" in plan, plan
+    assert "favor" in plan["favorlab_qdiscs : unload favorlab's qdisc modules"]
     assert {f"/usr/src/sch_favor-{version}", "/usr/local/lib/favorlab", "/usr/local/share/man/man8/tc-favor.8"} \
-        <= set(plan["sch_favor : the DKMS sources, the tc plugins and the man pages"])
+        <= set(plan["favorlab_qdiscs : the DKMS sources, the tc plugins and the man pages"])
     assert "favorlab_code : the repository copy /opt/favorlab" in plan
     assert "testbed_base : the sysctl drop-in" in plan
     assert {"/run/favorlab", "/var/lib/favorlab"} \

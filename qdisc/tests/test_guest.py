@@ -1,6 +1,6 @@
 """sch_favor in a real kernel: the suites' shared QEMU guest (conftest.py, `shared_guest`), provisioned by
 the pipeline's path (orchestrate/testbeds.py up -> ansible/site.yml -> roles testbed_base, favorlab_code,
-sch_favor), so the DKMS role is tested too. Crafted packets go through favor under a paused htb in a network
+favorlab_qdiscs), so the DKMS role is tested too. Crafted packets go through favor under a paused htb in a network
 namespace; their departure order, drops, push-outs, xstats and trace are checked against the
 independent model of Algorithm 1 in test_core.py. Skipped with the reason where the guest cannot run;
 failing instead when FAVORLAB_REQUIRE_GUEST=1."""

@@ -25,7 +25,7 @@ def modules():
 def test_versions_agree():
     dkms = re.search(r'PACKAGE_VERSION="([^"]+)"', (QDISC / "dkms.conf").read_text()).group(1)
     role = re.search(r'sch_favor_version:\s*"([^"]+)"',
-                     (REPO / "ansible/roles/sch_favor/defaults/main.yml").read_text()).group(1)
+                     (REPO / "ansible/roles/favorlab_qdiscs/defaults/main.yml").read_text()).group(1)
     assert dkms == role
     for m in modules():
         version = re.search(r'#define \w+_VERSION\s+"([^"]+)"', (QDISC / f"{m}.c").read_text()).group(1)
@@ -37,7 +37,7 @@ def test_every_module_is_packaged_loaded_and_has_its_plugin_and_man_page():
     every testbed."""
     built = set(re.findall(r'BUILT_MODULE_NAME\[\d+\]="([^"]+)"', (QDISC / "dkms.conf").read_text()))
     assert built == set(modules())
-    defaults = (REPO / "ansible/roles/sch_favor/defaults/main.yml").read_text()
+    defaults = (REPO / "ansible/roles/favorlab_qdiscs/defaults/main.yml").read_text()
     qdiscs = set(re.search(r"sch_favor_qdiscs:\s*\[([^\]]*)\]", defaults).group(1).replace(" ", "").split(","))
     assert qdiscs == {m.removeprefix("sch_") for m in modules()}
     for q in qdiscs:
@@ -66,8 +66,8 @@ def test_role_copies_every_module_source():
     """The DKMS tree the role copies (sch_favor_sources) and the tree build-check builds hold every source file
     of qdisc/: a header missing from either builds here and fails on the testbed."""
     import yaml
-    defaults = yaml.safe_load((REPO / "ansible/roles/sch_favor/defaults/main.yml").read_text())
-    tasks = yaml.safe_load((REPO / "ansible/roles/sch_favor/tasks/main.yml").read_text())
+    defaults = yaml.safe_load((REPO / "ansible/roles/favorlab_qdiscs/defaults/main.yml").read_text())
+    tasks = yaml.safe_load((REPO / "ansible/roles/favorlab_qdiscs/tasks/main.yml").read_text())
     copy = next(t for t in tasks if t["name"].startswith("DKMS source tree"))
     assert copy["loop"] == "{{ sch_favor_sources }}"
     listed = set(defaults["sch_favor_sources"])

@@ -5,7 +5,7 @@ import os
 import subprocess
 import sys
 
-# the tc plugins the sch_favor role installs (q_favor.so, q_las.so, ...): tc finds them through TC_LIB_DIR
+# the tc plugins the favorlab_qdiscs role installs (q_favor.so, q_las.so, ...): tc finds them through TC_LIB_DIR
 TC_ENV = dict(os.environ, TC_LIB_DIR=os.environ.get("TC_LIB_DIR", "/usr/local/lib/favorlab/tc"))
 
 
