@@ -19,6 +19,7 @@ import re
 import sys
 from collections import Counter
 
+from contract import rundir
 from orchestrate.provenance import container_image, favorlab_commit
 
 STYLE = """body{font-family:sans-serif;max-width:1100px;margin:auto}table{border-collapse:collapse;font-size:13px}
@@ -64,12 +65,12 @@ def runs_section(rdir, only=None):
             if only is not None and rid not in only:
                 continue
             d = os.path.join(rdir, rid)
-            if not os.path.exists(os.path.join(d, "DONE")):
+            if not os.path.exists(os.path.join(d, rundir.DONE)):
                 continue
-            spec = _read(os.path.join(d, "run.json"), {})
-            man = _read(os.path.join(d, "manifest.json"), {})
-            fid = _read(os.path.join(d, "fidelity.json"), {"valid": False, "reasons": ["fidelity.json missing"]})
-            tries = _read(os.path.join(d, "attempts.json"), None) or [{"attempt": 1}]
+            spec = rundir.read_json(d, rundir.SPEC, {})
+            man = rundir.read_manifest(d, {})
+            fid = rundir.read_fidelity(d, {"valid": False, "reasons": [f"{rundir.FIDELITY} missing"]})
+            tries = rundir.read_json(d, rundir.ATTEMPTS, None) or [{"attempt": 1}]
             wall = [a["wall_s"] for a in tries if isinstance(a.get("wall_s"), (int, float))]
             aqm = spec.get("aqm", {})
             rows.append(dict(run=rid, aqm=aqm_name(aqm.get("name", "") if isinstance(aqm, dict) else aqm), load=spec.get("load", ""),
@@ -82,7 +83,7 @@ def runs_section(rdir, only=None):
                                                for a in tries[:-1]),
                              warnings="; ".join(fid.get("warnings", [])), manifest=man, checks=fid.get("checks", {}),
                              wall_s=sum(wall) if len(wall) == len(tries) else None,
-                             cpu=_read(os.path.join(d, "cpu.json"), None),
+                             cpu=rundir.read_json(d, rundir.CPU, None),
                              first_started=min((a["started_utc"] for a in tries if a.get("started_utc")), default=""),
                              commits=sorted({a["favorlab_commit"] for a in tries if a.get("favorlab_commit")})))
     return rows

@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import argparse
 import ctypes
-import json
 import os
 import re
 import shlex
@@ -32,6 +31,7 @@ import sys
 import uuid
 from pathlib import Path
 
+from contract import rundir
 from orchestrate import atomic
 from orchestrate.pool import cache_root, known_hosts_file
 
@@ -50,20 +50,16 @@ class Unreachable(RemoteError):
     """The host stopped answering SSH (orchestrate.run_step leaves such a testbed out and the job is retried elsewhere)."""
 
 
-def partial_of(run_dir: Path) -> Path:
-    return run_dir.with_name(run_dir.name + ".partial")
-
-
 def prepare_partial(run_dir: Path, spec: Path | None, schedule: Path | None) -> Path:
     """Fresh <run-dir>.partial holding run.json and schedule.csv; refuses to overwrite a finished run."""
     if run_dir.exists():
         raise RemoteError(f"{run_dir} already exists (a finished run); delete it to run it again")
-    part = partial_of(run_dir)
+    part = rundir.partial_of(run_dir)
     keep = {}
-    for name, src in (("run.json", spec), ("schedule.csv", schedule)):
+    for name, src in ((rundir.SPEC, spec), (rundir.SCHEDULE, schedule)):
         src = src or part / name
         if not src.is_file():
-            raise RemoteError(f"{name} not found (give --{'spec' if name == 'run.json' else 'schedule'})")
+            raise RemoteError(f"{name} not found (give --{'spec' if name == rundir.SPEC else 'schedule'})")
         keep[name] = src.read_bytes()
     if part.exists():
         shutil.rmtree(part)
@@ -75,9 +71,9 @@ def prepare_partial(run_dir: Path, spec: Path | None, schedule: Path | None) -> 
 
 def finalize(run_dir: Path) -> Path:
     """Atomically rename <run-dir>.partial to <run-dir> if DONE is there."""
-    part = partial_of(run_dir)
-    if not (part / "DONE").is_file():
-        raise RemoteError(f"{part} has no DONE: the run did not complete (see {part}/log/runner.log)")
+    part = rundir.partial_of(run_dir)
+    if not (part / rundir.DONE).is_file():
+        raise RemoteError(f"{part} has no {rundir.DONE}: the run did not complete (see {part}/{rundir.RUNNER_LOG})")
     os.replace(part, run_dir)
     return run_dir
 
@@ -269,21 +265,21 @@ def execute(ssh: Ssh, run_dir: Path, spec: Path | None, schedule: Path | None) -
 
 
 def _execute(ssh: Ssh, run_dir: Path, part: Path) -> Path:
-    spec = json.loads((part / "run.json").read_text())
+    spec = rundir.read_spec(part)
     run_id = spec.get("run_id") or run_dir.name
     remote = remote_dir(run_id)
     print(f"remote: {run_id} -> {ssh.dest}:{remote}", flush=True)
     if ssh.run(f"rm -rf {shlex.quote(remote)} && mkdir -p {shlex.quote(remote)}"):
         raise RemoteError(f"cannot create {remote} on {ssh.dest} (is the host reachable and provisioned?)")
     check_space(ssh, remote, disk_need_mib(spec))
-    ssh.rsync(f"{part}/run.json", ssh.at(f"{remote}/"))
-    ssh.rsync(f"{part}/schedule.csv", ssh.at(f"{remote}/"))
+    ssh.rsync(f"{part}/{rundir.SPEC}", ssh.at(f"{remote}/"))
+    ssh.rsync(f"{part}/{rundir.SCHEDULE}", ssh.at(f"{remote}/"))
     # the runner takes the host's lock (waiting, and saying so, while another controller's run holds it)
     rc = ssh.run(f"cd {REMOTE_REPO} && python3 -m testbed.runner --run-dir {shlex.quote(remote)}", stream=True)
     ssh.rsync(ssh.at(f"{remote}/"), f"{part}/")
     ssh.run(f"rm -rf {shlex.quote(remote)}")
     if rc:
-        raise RemoteError(f"the runner on {ssh.dest} exited with {rc}; its log is {part}/log/runner.log")
+        raise RemoteError(f"the runner on {ssh.dest} exited with {rc}; its log is {part}/{rundir.RUNNER_LOG}")
     # the rename is the last step: once the run directory is visible the job ends at once, so an
     # interruption right after it (slow SSH in a TCG guest took seconds) rarely finds Snakemake's job unfinished
     finalize(run_dir)

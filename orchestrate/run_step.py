@@ -36,19 +36,20 @@ import time
 from datetime import datetime, timezone
 from pathlib import Path
 
+from contract import rundir
 from orchestrate import atomic, pool, remote, testbeds
 from orchestrate.provenance import favorlab_commit
 
 REPO = testbeds.REPO
 EXIT_TESTBED_LEFT_OUT = 3   # the job failed because its testbed died; the retry leases another
-JOB_LOG = "controller.log"  # in the staging directory while attempts are made, then in the run directory
+JOB_LOG = rundir.CONTROLLER_LOG  # in the staging directory while attempts are made, then in the run directory
 
 
 def fidelity_of(run_dir: Path) -> dict:
     try:
-        fid = json.loads((run_dir / "fidelity.json").read_text())
-    except (OSError, ValueError):
-        return {"valid": False, "reasons": ["fidelity.json missing or unreadable"]}
+        fid = rundir.read_fidelity(run_dir)
+    except rundir.RunDirError:
+        return {"valid": False, "reasons": [f"{rundir.FIDELITY} missing or unreadable"]}
     return {"valid": bool(fid.get("valid")), "reasons": fid.get("reasons", [])}
 
 
@@ -83,7 +84,7 @@ def make_attempts(run_once, spec: dict, staging: Path, attempts: int, log=print,
         if rc != 0:
             return rc
         # the controller's view of the attempt (connect, copy, run, copy back): what a plan's wall time is made of
-        atomic.write_json(staging / str(n) / "controller.json",
+        atomic.write_json(staging / str(n) / rundir.CONTROLLER,
                           {"started_utc": started.isoformat(timespec="seconds"), "wall_s": round(time.monotonic() - t0, 1),
                            "favorlab_commit": favorlab_commit(), **(extra() if extra else {})})
         done.append(n)
@@ -98,14 +99,14 @@ def assemble(staging: Path, run_dir: Path, log=print) -> int:
     last = staging / str(done[-1])
     record = []
     for k in done:
-        ctl = staging / str(k) / "controller.json"
+        ctl = staging / str(k) / rundir.CONTROLLER
         # a controller.json a crash left empty costs the attempt's timing, not the run
         record.append({"attempt": k, **fidelity_of(staging / str(k)),
                        **atomic.read_json(ctl, default={}, what="the attempt's controller timing left out")})
         if k != done[-1]:
-            (last / "attempts").mkdir(exist_ok=True)
-            os.replace(staging / str(k), last / "attempts" / str(k))
-    atomic.write_json(last / "attempts.json", record, indent=1)
+            (last / rundir.ATTEMPTS_DIR).mkdir(exist_ok=True)
+            os.replace(staging / str(k), last / rundir.ATTEMPTS_DIR / str(k))
+    atomic.write_json(last / rundir.ATTEMPTS, record, indent=1)
     v = record[-1]
     log(f"run: {run_dir.name} {'valid' if v['valid'] else 'still INVALID'} after {len(record)} attempt(s)")
     if (staging / JOB_LOG).is_file():
@@ -195,7 +196,7 @@ def main(argv=None) -> int:
     finally:
         lease.release()
         for n in made:      # the lease's end, in the controller.json of each attempt made under it
-            ctl = staging / str(n) / "controller.json"
+            ctl = staging / str(n) / rundir.CONTROLLER
             c = atomic.read_json(ctl, what="the lease's end not recorded in it")
             if c is not None and isinstance(c.get("lease"), dict):
                 c["lease"]["released_utc"] = lease.released_utc

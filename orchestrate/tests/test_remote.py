@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 
+from contract import rundir
 from orchestrate import remote
 
 
@@ -27,7 +28,7 @@ def _inputs(tmp_path):
 def test_stale_partial_is_removed(tmp_path):
     spec, sched = _inputs(tmp_path)
     run_dir = tmp_path / "runs" / "r1"
-    stale = remote.partial_of(run_dir)
+    stale = rundir.partial_of(run_dir)
     (stale / "pcap").mkdir(parents=True)
     (stale / "pcap" / "old.pcap").write_text("x")
     part = remote.prepare_partial(run_dir, spec, sched)
@@ -106,7 +107,7 @@ def test_execute_success_renames_and_cleans_remote(tmp_path):
     remote.execute(ssh, run_dir, spec, sched)
     assert (run_dir / "DONE").is_file() and (run_dir / "log" / "runner.log").is_file()
     assert (run_dir / "run.json").read_text() == spec.read_text()
-    assert not remote.partial_of(run_dir).exists()
+    assert not rundir.partial_of(run_dir).exists()
     runs = tmp_path / "host" / "var/lib/favorlab/runs"
     assert runs.is_dir() and not any(runs.iterdir())        # the attempt's own directory (r1.<token>) removed
 
@@ -117,7 +118,7 @@ def test_execute_failure_leaves_no_run_dir(tmp_path):
     with pytest.raises(remote.RemoteError, match="exited with 1"):
         remote.execute(FakeSsh(tmp_path / "host", runner_ok=False), run_dir, spec, sched)
     assert not run_dir.exists()
-    assert (remote.partial_of(run_dir) / "log" / "runner.log").is_file()  # kept for diagnosis
+    assert (rundir.partial_of(run_dir) / "log" / "runner.log").is_file()  # kept for diagnosis
     assert not any((tmp_path / "host" / "var/lib/favorlab/runs").iterdir())  # copied back, so gone from the host
 
 
