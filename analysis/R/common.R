@@ -1,8 +1,14 @@
-# Sources every analysis R file next to this one.
+# Sources every analysis library next to this one: each .R file of the directory but this one and the
+# commands (a command starts with "#!", the Rscript line, and runs as `Rscript analysis/R/<name>.R`).
+# Libraries only define functions and constants, so the order they are sourced in does not matter.
 here <- local({ a <- commandArgs(FALSE); f <- sub("^--file=", "", a[grep("^--file=", a)]); if (length(f)) dirname(normalizePath(f)) else getwd() })
 if (!exists("favorlab_R_dir")) favorlab_R_dir <- here
-for (f in c("metrics.R", "load.R", "theme.R", "figtext.R", "fig_latency.R", "fig_load.R", "fig_length.R", "model.R", "fig_model.R", "fig_pairs.R", "fig_scenarios.R", "fig_sizes.R", "fig_persistent.R", "fig_chain.R", "fig_synflood.R", "verdict_lib.R", "ranking_lib.R"))
-  source(file.path(favorlab_R_dir, f))
+is_command <- function(path) startsWith(readLines(path, n = 1L, warn = FALSE)[1], "#!")
+r_libraries <- function(dir = favorlab_R_dir) {
+  files <- sort(list.files(dir, pattern = "[.]R$", full.names = TRUE), method = "radix")
+  files[basename(files) != "common.R" & !vapply(files, is_command, TRUE)]
+}
+for (f in r_libraries()) source(f)
 # What became of each figure: drawn (with the counts its caption states) or not drawn and why. figures.R
 # writes it as figures/index.csv; the report shows it as the figure index.
 FIG_INDEX <- new.env()

@@ -1,3 +1,4 @@
+#!/usr/bin/env Rscript
 # The same DropTail/FavorQueue comparison on two dataplanes: the kernel qdiscs (pfifo, sch_favor) and
 # the P4 switch (p4-droptail, p4-favorqueue), run on the same schedules (config/quick.yaml and
 # config/p4-quick.yaml share seed, loads and durations). Per dataplane, AQM and load: flows, mean

@@ -1,23 +1,36 @@
 import os
 import shutil
 import subprocess
+from pathlib import Path
 
 import pytest
 
 from analysis import extract as ex
 from analysis.tests import synth
+from favorlab_testing import CI, unavailable
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 # the verdict's rows, one per claim of analysis/claims.yaml in its order (C4b, FaQ against CHOKe, LAS and RuN2C, after C4;
 # C19b, the bounded FaQ under a SYN flood, after C19)
 CLAIM_IDS = [f"C{i}" for i in range(1, 5)] + ["C4b"] + [f"C{i}" for i in range(5, 20)] + ["C19b"]
-need_r = pytest.mark.skipif(shutil.which("Rscript") is None, reason="Rscript missing (apt-get install r-base-core r-cran-data.table r-cran-ggplot2 r-cran-testthat)")
+R_TESTS = sorted((Path(ROOT) / "analysis" / "R" / "tests").glob("test_*.R"))
 
 
-@need_r
-def test_r_metric_unit_tests_pass():
+@pytest.fixture(scope="module", autouse=True)
+def rscript():
+    """Every test here runs R: skipped where Rscript is missing, failed under CI, which installs it."""
+    if shutil.which("Rscript") is None:
+        unavailable("Rscript missing (apt-get install r-base-core r-cran-data.table r-cran-ggplot2 r-cran-testthat)",
+                    CI)
+
+
+def test_r_unit_tests_pass():
+    """analysis/R/tests/run.R runs every test_*.R there (testthat's summary names each by its context)."""
+    assert R_TESTS
     r = subprocess.run(["Rscript", "analysis/R/tests/run.R"], cwd=ROOT, capture_output=True, text=True)
     assert r.returncode == 0, r.stdout + r.stderr
+    ran = {line.split(":", 1)[0] for line in r.stdout.splitlines() if ":" in line}
+    assert {p.stem[len("test_"):] for p in R_TESTS} <= ran, r.stdout
 
 
 @pytest.fixture(scope="module")
@@ -31,7 +44,6 @@ def results(tmp_path_factory):
     return d
 
 
-@need_r
 def test_figures_and_verdict_from_tables(results):
     d = results
     r = subprocess.run(["Rscript", "analysis/R/figures.R", "--tables", str(d / "tables"), "--out", str(d / "figures")],
@@ -74,7 +86,6 @@ def test_figures_and_verdict_from_tables(results):
     assert "dumbbell_favor_load0.5_rep1" not in by["C3"]["runs"]
 
 
-@need_r
 def test_report_embeds_figures_verdict_and_invalid_runs(results):
     from analysis import report
     d = results
@@ -107,7 +118,6 @@ def test_report_embeds_figures_verdict_and_invalid_runs(results):
     assert "Here: FaQ below DropTail at 0 of 1 loads, equal at 1. n = 5 flows from 1 run per point and AQM." in f3
 
 
-@need_r
 def test_ranking_from_tables(results):
     """R/ranking.R on extracted tables: one row per (scenario, load, AQM, metric); FaQ's replication 1 is invalid,
     so that schedule is left out for both AQMs and the rows say so; two AQMs: the report shows no ranking."""
@@ -129,7 +139,6 @@ def test_ranking_from_tables(results):
     assert report.ranking_section(str(d / "figures")) is None
 
 
-@need_r
 def test_verdict_on_runs_without_flows_says_not_run(tmp_path):
     run = synth.SyntheticRun(str(tmp_path / "runs" / "empty"))
     ex.extract(run.write(), str(tmp_path / "tables" / "empty"))
@@ -139,7 +148,6 @@ def test_verdict_on_runs_without_flows_says_not_run(tmp_path):
     assert f"{len(CLAIM_IDS)} not run" in r.stderr and "0 holds" in r.stderr
 
 
-@need_r
 def test_scenario_figures_appear_when_their_runs_exist(tmp_path):
     for aqm in ["droptail", "favor"]:
         for iw, buf in [(2, 8), (10, 8), (2, 60)]:
@@ -153,7 +161,6 @@ def test_scenario_figures_appear_when_their_runs_exist(tmp_path):
         assert (tmp_path / "f" / f"{fig}.png").exists(), r.stderr
 
 
-@need_r
 def test_size_distribution_figures_from_two_distributions(tmp_path):
     """F5, F6 and F7 from extracted runs at two size distributions (run.json sizes.mean_pkts 10 and 30): F7 is
     drawn once a scenario has two, F6 draws one CCDF per distribution, F5 draws the Table 1 one only."""
@@ -187,7 +194,6 @@ def test_size_distribution_figures_from_two_distributions(tmp_path):
         assert (tmp_path / "f" / f"{fig}.png").stat().st_size > 1000
 
 
-@need_r
 def test_dataplane_comparison_pairs_kernel_and_p4_runs(results, tmp_path):
     """compare_dataplanes.R: the same metrics per dataplane, AQM and load, and FaQ's gain on each."""
     import csv
@@ -227,7 +233,6 @@ def test_dataplane_comparison_pairs_kernel_and_p4_runs(results, tmp_path):
     assert r.returncode != 0 and "fix: --kernel results/quick/tables" in r.stderr
 
 
-@need_r
 def test_figure_tables_hold_the_known_answers(results):
     """Each figure writes what it draws beside it; on the crafted runs the values are known: DropTail and FaQ
     replay the same six in-window flows, five finish (flow 6 is cut by the capture's end)."""
@@ -279,7 +284,6 @@ def chain_run(path, aqm, n, unfinished=0, nseg=3):
     return d
 
 
-@need_r
 def test_chain_figure_and_claim_from_extracted_runs(tmp_path):
     """F26 and C17 read what extraction writes for a chain run: the reference flows by flow id, the window,
     the seed. 8 flows with DropTail (one more left unfinished), 12 with FaQ: drawn, and too few to judge."""

@@ -1,6 +1,7 @@
-# Rscript analysis/R/tests/run.R  -- runs the testthat unit tests of the R metrics.
+# Rscript analysis/R/tests/run.R  -- runs the testthat unit tests of the R analysis: every tests/test_*.R.
 favorlab_R_dir <- normalizePath(file.path(dirname(sub("^--file=", "", grep("^--file=", commandArgs(FALSE), value = TRUE))), ".."))
 source(file.path(favorlab_R_dir, "common.R"))
 library(testthat)
-for (f in c("test_metrics.R", "test_figures.R", "test_model.R", "test_verdict.R", "test_persistent.R", "test_chain.R", "test_synflood.R", "test_ranking.R", "test_load.R"))
-  test_file(file.path(favorlab_R_dir, "tests", f), reporter = "summary", stop_on_failure = TRUE)
+test_files <- sort(list.files(file.path(favorlab_R_dir, "tests"), pattern = "^test_.*[.]R$", full.names = TRUE), method = "radix")
+if (!length(test_files)) stop(sprintf("no test_*.R under %s/tests", favorlab_R_dir))
+for (f in test_files) test_file(f, reporter = "summary", stop_on_failure = TRUE)
