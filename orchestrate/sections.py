@@ -271,19 +271,19 @@ def _schedule_problems(r: dict, sec: dict, cfg: dict, source: str, prefix: str, 
 
 def delay_line_warnings(sec: dict) -> list[str]:
     """The dumbbell's propagation delay is a netem queue on the bridge port towards each host (twice its
-    one-way delay), holding at most topologies.dumbbell.NETEM_LIMIT packets: at a high rate and a long delay,
+    one-way delay), holding at most topologies.tc.NETEM_LIMIT packets: at a high rate and a long delay,
     traffic to one host can fill it, and packets are then lost there instead of at the AQM. Allowed (the
     traffic is spread over the hosts), but said."""
     if matrix.SCENARIOS[sec["scenario"]]["topology"] != "dumbbell":
         return []
-    from topologies import dumbbell
+    from topologies import tc
     d = max(sec["topology"]["left_delays_ms"] + sec["topology"]["right_delays_ms"])
     out = []
     for b in sec["bottlenecks"]:
         pkts = b["bottleneck_mbps"] * 1e6 / 8 / 1500 * 2 * d / 1000
-        if pkts > dumbbell.NETEM_LIMIT:
+        if pkts > tc.NETEM_LIMIT:
             out.append(f"at {b['bottleneck_mbps']:g} Mb/s, the {2 * d:g} ms delay towards one host holds up to "
-                       f"{pkts:,.0f} packets, above the {dumbbell.NETEM_LIMIT} its netem queue takes: if that host "
+                       f"{pkts:,.0f} packets, above the {tc.NETEM_LIMIT} its netem queue takes: if that host "
                        f"receives at the full rate, packets are lost there, not at the AQM (lower the delays or "
                        f"the rate to stay within it).")
     return out

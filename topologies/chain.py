@@ -25,12 +25,12 @@ from __future__ import annotations
 
 import copy
 
-from topologies.dumbbell import (TopologyError, access_shaper_cmds, apply_qdisc_plan, bottleneck_cmds, offload_cmd,
-                                 run_in, tc_env)
+from topologies.dumbbell import TopologyError
+from topologies.tc import access_shaper_cmds, apply_qdisc_plan, bottleneck_cmds, netem_port_cmds, offload_cmd, run_in
 
 __all__ = ["DEFAULTS", "TopologyError", "with_defaults", "validate", "validate_aqm", "names", "host_lans",
            "interfaces", "addresses", "port_delays", "access_delays", "hosts_json", "hop_info", "capture_points",
-           "hop_qdiscs", "port_delay_cmds", "qdisc_plan", "tc_env", "build"]
+           "hop_qdiscs", "port_delay_cmds", "qdisc_plan", "build"]
 
 # The paper's Section 8 values. Only cross_delays_ms is not from the paper (it says "ten TCP long-lived
 # flows with different RTT" and nothing more): one-way access delays 10, 20, .., 100 ms give RTTs
@@ -55,7 +55,6 @@ OPTIONAL = ("bottleneck_mbps",)
 MAX_HOPS = 20          # a sanity bound for Mininet in a guest; the address plan (10.10.<k>, 10.0.<k>) allows 254
 MAX_CROSS = 99         # cross senders take .1 .. .99 of their LAN; .100 is the user, .200 the receiver
 PORT = 5001
-NETEM_LIMIT = 10000    # as dumbbell: ports towards hosts hold no standing queue, so this never binds
 USER_SENDER, USER_RECEIVER = "us", "ur"
 
 
@@ -344,8 +343,7 @@ def hop_qdiscs(topo: dict, aqm: dict, k: int) -> dict:
 
 def port_delay_cmds(dev: str, delay_ms: float, access_mbps: float) -> list[list[str]]:
     """Bridge port towards a host: its whole share of the path's delay (port_delays()), at the access rate."""
-    return [["tc", "qdisc", "replace", "dev", dev, "root", "netem", "delay", f"{delay_ms:g}ms",
-             "rate", f"{int(round(access_mbps * 1000))}kbit", "limit", str(NETEM_LIMIT)]]
+    return netem_port_cmds(dev, delay_ms, access_mbps)
 
 
 def qdisc_plan(topo: dict, aqm: dict) -> dict:

@@ -224,7 +224,7 @@ def test_valid_edges_make_their_schedules_and_pass_the_runners_check(case):
 
 def test_a_delay_line_longer_than_netem_holds_is_said_but_allowed():
     """1000 Mb/s with the paper's 75 ms access delay: a host receiving at the full rate fills its port's netem
-    queue (topologies.dumbbell.NETEM_LIMIT) before the AQM sees a loss. The traffic is spread over the hosts,
+    queue (topologies.tc.NETEM_LIMIT) before the AQM sees a loss. The traffic is spread over the hosts,
     so this is a warning; at 100 Mb/s it holds, and nothing is said."""
     said = []
     cfg = validate(json.loads(json.dumps(topo(bottleneck_mbps=1000, access_mbps=1000))), "my.yaml",

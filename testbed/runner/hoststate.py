@@ -51,14 +51,14 @@ def check_loaded_module(mod, sys_root=Path("/sys"), modinfo=None):
 
 def load_qdisc_modules(ctx) -> None:
     """modprobe the modules of the spec's qdiscs; the project's own must be the build installed on disk."""
-    from topologies import dumbbell
+    from topologies import tc
     s = ctx.spec
     for qdisc in {s["aqm"]["forward"]["kind"], s["aqm"]["reverse"]["kind"]} - {"p4"} - BUILTIN_QDISCS:
         mod = f"sch_{qdisc}"
         p = out(["modprobe", mod])   # built-in or already loaded is fine; tc says if it is missing
         if p.strip():
             ctx.log(f"modprobe {mod}: {p.strip()}")
-        if qdisc in dumbbell.FAVORLAB_QDISCS:
+        if qdisc in tc.FAVORLAB_QDISCS:
             check_loaded_module(mod)
 
 

@@ -45,7 +45,7 @@ def manifest(spec: dict, run_dir: Path) -> dict:
         m["mininet"] = getattr(mininet.net, "VERSION", "unknown")
     except ImportError:
         m["mininet"] = None
-    from topologies.dumbbell import FAVORLAB_QDISCS
+    from topologies.tc import FAVORLAB_QDISCS
     # favorlab's own qdisc modules (one DKMS package, qdisc/), each as loaded: which code made the result
     for mod in (f"sch_{q}" for q in FAVORLAB_QDISCS):
         m[mod] = loaded_module(mod)

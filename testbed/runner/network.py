@@ -24,7 +24,7 @@ def topology_module(kind: str):
 def build(ctx, topomod) -> None:
     """hosts.json, then the topology of ctx.spec built by `topomod` (topology_module) into ctx.net; the
     dumbbell's spoofed-source routes for a SYN flood and its P4 switch's description."""
-    from topologies import dumbbell
+    from topologies import dumbbell, tc
     s = ctx.spec
     kind = s["topology"]["kind"]
     if kind == "dumbbell":
@@ -37,7 +37,7 @@ def build(ctx, topomod) -> None:
         if s.get("flood"):
             for node, cmds in dumbbell.spoof_route_cmds(s["flood"]["spoof"], s["flood"]["attacker"]).items():
                 for c in cmds:
-                    dumbbell.run_in(ctx.net.get(node), c)
+                    tc.run_in(ctx.net.get(node), c)
     else:
         ctx.hostsj = topomod.hosts_json(s["topology"])
         (ctx.dir / "hosts.json").write_text(json.dumps(ctx.hostsj, indent=2) + "\n")

@@ -1,4 +1,4 @@
-"""Put TCP traffic through each AQM of config/aqms.yaml the way the dumbbell does (topologies.dumbbell's
+"""Put TCP traffic through each AQM of config/aqms.yaml the way the dumbbell does (topologies.tc's
 htb rate limit with the AQM as its only leaf), and print what tc says it did. Run as root in the guest:
 
     python3 testbed/tests/aqm_probe.py REPO '[{"name": "red", "kind": "red", "args": [...]}, ...]'
@@ -21,7 +21,7 @@ def sh(*argv, ns=None, check=True, **kw):
 
 
 def probe(entry: dict, mbps: float = 10.0) -> dict:
-    from topologies import dumbbell
+    from topologies import tc
     tag = f"{os.getpid() % 10000}"
     snd, rcv = f"fl-aqm-s{tag}", f"fl-aqm-r{tag}"
     res = {"qdisc": [], "received_mbps": None, "error": None}
@@ -33,11 +33,11 @@ def probe(entry: dict, mbps: float = 10.0) -> dict:
             sh("ip", "addr", "add", ip, "dev", dev, ns=ns)
             sh("ip", "link", "set", dev, "up", ns=ns)
             sh("ip", "link", "set", "lo", "up", ns=ns)
-            sh(*dumbbell.offload_cmd(dev), ns=ns, check=False)
+            sh(*tc.offload_cmd(dev), ns=ns, check=False)
         kind = entry["kind"]
         sh("modprobe", f"sch_{kind}", check=False)
-        for cmd in dumbbell.bottleneck_cmds("aqm0", mbps, kind, entry["args"]):
-            p = sh(*cmd, ns=snd, check=False, env=dumbbell.tc_env(kind))
+        for cmd in tc.bottleneck_cmds("aqm0", mbps, kind, entry["args"]):
+            p = sh(*cmd, ns=snd, check=False, env=tc.tc_env(kind))
             if p.returncode:
                 res["error"] = f"{' '.join(cmd)}: {p.stderr.strip()}"
                 return res
@@ -51,7 +51,7 @@ def probe(entry: dict, mbps: float = 10.0) -> dict:
         except (ValueError, KeyError) as e:
             res["error"] = f"iperf3: {e}: {c.stdout[-300:]} {c.stderr[-300:]}"
         res["qdisc"] = json.loads(sh("tc", "-s", "-j", "qdisc", "show", "dev", "aqm0", ns=snd,
-                                     env=dumbbell.tc_env(kind)).stdout)
+                                     env=tc.tc_env(kind)).stdout)
     finally:
         sh("ip", "netns", "del", snd, check=False)
         sh("ip", "netns", "del", rcv, check=False)

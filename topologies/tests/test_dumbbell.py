@@ -3,7 +3,7 @@ import copy
 
 import pytest
 
-from topologies import dumbbell
+from topologies import dumbbell, tc
 
 TOPO = {"kind": "dumbbell", "bottleneck_mbps": 10, "buffer_pkts": 8, "access_mbps": 100,
         "left_delays_ms": [0, 12, 25], "right_delays_ms": [2, 37, 75], "central_delay_ms": 0, "mtu": 1500}
@@ -33,7 +33,7 @@ def test_bottleneck_htb_with_aqm_as_only_leaf():
     assert cmds[1][cmds[1].index("rate") + 1] == "10000kbit" == cmds[1][cmds[1].index("ceil") + 1]
     assert "quantum" in cmds[1]
     assert cmds[2][-3:] == ["favor", "limit", "8"]
-    assert dumbbell.tc_env("favor")["TC_LIB_DIR"] == dumbbell.FAVOR_TC_LIB
+    assert tc.tc_env("favor")["TC_LIB_DIR"] == tc.FAVOR_TC_LIB
     (rcmds, rkind), = plan["rr"]
     assert rkind == "pfifo" and "rr-eth0" in rcmds[0]
 
