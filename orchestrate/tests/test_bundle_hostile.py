@@ -446,7 +446,7 @@ def test_extraction_refuses_a_schedule_path_outside_the_run_directory(schedule, 
     with pytest.raises(ValueError, match="run.json's schedule .* fix: name a file of the run directory"):
         ex.extract(str(rundir), str(tmp_path / "tables"))
     assert not (tmp_path / "tables").exists()
-    # the run's own schedule by its plain name is read as before
+    # the run's own schedule by its plain name is read
     spec["schedule"] = "schedule.csv"
     (rundir / "run.json").write_text(json.dumps(spec))
     ex.extract(str(rundir), str(tmp_path / "tables"))

@@ -46,8 +46,8 @@ def test_every_module_is_packaged_loaded_and_has_its_plugin_and_man_page():
 
 
 def test_every_module_keys_its_flow_hash_with_its_own_siphash_key():
-    """Issue 15: a jhash seed (32 bits) can be recovered from observed collisions, after which a sender can aim
-    every flow at one bucket. A source check, as the hash runs only in the kernel (the guest tests put traffic
+    """A jhash seed (32 bits) can be recovered from observed collisions, after which a sender can aim every
+    flow at one bucket. A source check, as the hash runs only in the kernel (the guest tests put traffic
     through each module): flow_hash.h hashes with siphash under a siphash_key_t, and every module that hashes
     flows draws its own key with get_random_bytes at init and never a jhash."""
     code = re.sub(r"/\*.*?\*/", "", (QDISC / "flow_hash.h").read_text(), flags=re.S)   # comments may say jhash
