@@ -126,7 +126,7 @@ def test_add_change_show_delete_and_bad_options(guest):
         q = show(guest)
         assert q["options"]["limit"] == 5 and q["options"]["nopushout"] is False and q["options"]["favored_burst"] == 2
         # rejected by the kernel, with its extack message printed by tc; then by the plugin before the kernel
-        # sees it (a bad flowkey, and one given twice: issue 15)
+        # sees it (a bad flowkey, and one given twice)
         assert_refused(guest, "favor", [("limit 2000000", "limit must be 1 to 1048576 packets"),
                                         ("buckets 2097152", "buckets must be a power of two"),
                                         ("flowkey dst", "flowkey is set at creation only"),
@@ -399,7 +399,7 @@ def test_rmmod_while_a_trace_instance_records_favor_events(guest):
     assert_dmesg_clean(guest)
 
 
-# ---------------------------------------------------------------- parents beyond htb (issue 15)
+# ---------------------------------------------------------------- parents beyond htb
 
 def _leaf(parent):
     return ["parent", parent, "handle", "10:", "favor"]
@@ -598,7 +598,7 @@ def test_a_flood_beyond_memory_limit_is_dropped_and_counted(guest, kind):
     assert_dmesg_clean(guest)
 
 
-# ---------------------------------------------------------------- raw netlink (issue 15)
+# ---------------------------------------------------------------- raw netlink
 
 @pytest.mark.parametrize("kind", KINDS)
 def test_malformed_netlink_options_are_refused_and_leave_the_kernel_clean(guest, kind):
