@@ -22,10 +22,11 @@ def ping_rtt(net, src, dst_ip, count=4) -> float | None:
     return float(mins.group(1))
 
 
-def probe_rtts(net, hostsj, tolerance_ms: float = FIDELITY_DEFAULTS["rtt_tolerance_ms"], paths: dict | None = None) -> dict:
+def probe_rtts(net, hostsj, tolerance_ms: float = FIDELITY_DEFAULTS["rtt_tolerance_ms"],
+               paths: dict | None = None) -> dict:
     """Idle RTT of each of the nine paths (min of a few pings) against the configured 2*(d_a+d_b)
     (`paths`: path -> configured RTT, default every path of hosts.json; the chain probes a sample).
-    The paths are probed at once: one after another they took about 9 s of every run (a path of 200 ms
+    The paths are probed at once: one after another they take about 9 s of every run (a path of 200 ms
     RTT needs about 1.5 s), and nine pings every 0.2 s are 45 small packets a second, far too few to queue
     at the bottleneck and move a minimum."""
     def one(path):
@@ -75,19 +76,19 @@ def probe_rate_once(net, hostsj, offered: float, log, src: str = "a1",
     return meas * (1400 + 8 + 20 + 14) / 1400, lost
 
 
-def probe_rate(net, hostsj, mbps: float, log, min_share: float = FIDELITY_DEFAULTS["rate_min_share"], src: str = "a1",
-               dst: str = "b1") -> dict:
+def probe_rate(net, hostsj, mbps: float, log, min_share: float = FIDELITY_DEFAULTS["rate_min_share"],
+               src: str = "a1", dst: str = "b1") -> dict:
     """Bottleneck rate a1->b1 (the chain: one hop, rate_probe_pair): UDP (iperf3, 3 s) offered at twice the
     bottleneck rate, read at the receiver.
 
     Twice, not just above it: the bottleneck buffer is only 8 packets, so with an offer of 1.1x a sender
     whose pacing comes in bursts (iperf3 in a TCG guest: 14-35% loss at 1.1x) leaves the link idle
-    between bursts and the probe measured the sender's smoothness (7.3-9.7 Mb/s of 10) instead of what
+    between bursts, and the probe measures the sender's smoothness (7.3-9.7 Mb/s of 10) instead of what
     the bottleneck can deliver. At 2x the queue refills within any burst gap shorter than its own drain
     time (8 frames, ~10 ms at 10 Mb/s).
 
-    The probe asks what the link can carry, and a stall of the probe's sender (the host is shared: one
-    CI probe read 8.1 Mb/s with the guest 18 % busy) can only lower it, so a probe below the threshold
+    The probe asks what the link can carry, and a stall of the probe's sender (the host is shared: a probe
+    can read 8.1 Mb/s with the guest 18 % busy) can only lower it, so a probe below the threshold
     is tried again, up to PROBE_ATTEMPTS times, and the best is kept. Every attempt is recorded; a link
     that is really slow fails all of them. Whether the host kept up during the run itself is the
     cpu_busy check's business.

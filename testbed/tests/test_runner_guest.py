@@ -111,7 +111,7 @@ def test_short_real_run_end_to_end(guest, tmp_path):
         meas = checks[f"rtt_{path}_ms"]["measured"]
         print(f"idle RTT {path}: configured {conf} measured {meas}")
         assert abs(meas - conf) < 5
-    # only the experiment's packets in the captures (the guest's DHCP client once ran on the veth ports)
+    # only the experiment's packets in the captures (a DHCP client on the veth ports would put its own there)
     assert checks["foreign_traffic_bottleneck"]["measured"] == 0, checks["foreign_traffic_bottleneck"]
     assert checks["foreign_traffic_elsewhere"]["measured"] == 0, checks["foreign_traffic_elsewhere"]
     rate = checks["bottleneck_rate_mbps"]["measured"]
