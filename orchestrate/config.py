@@ -4,10 +4,14 @@ The Snakefile and the controller read configs only through read_config and valid
 before any run starts, with a message that names the key by its path, what is wrong and how to fix it.
 validate returns the config with every default filled in, its sections resolved into cfg["matrix"]
 (orchestrate.sections; orchestrate.matrix expands them into runs) and its testbed pool in cfg["pool"]
-(orchestrate.pool).
+(orchestrate.pool). The defaults are the schema's (orchestrate.schema).
+
+A config may say `extends: other.yaml` and state only what differs from that file: mappings are merged key
+by key (the extending file's values win), anything else is replaced whole.
 """
 from __future__ import annotations
 
+import copy
 import json
 import math
 import os
@@ -17,15 +21,12 @@ from pathlib import Path
 import jsonschema
 import yaml
 
-from orchestrate import matrix, plan, pool, runspec, sections
+from orchestrate import matrix, plan, pool, runspec, schema, sections
 
 REPO = Path(__file__).resolve().parents[1]
-SCHEMA_PATH = REPO / "config" / "schema" / "config.schema.yaml"
 P4_TARBALL_DEFAULT = Path.home() / ".cache" / "favorlab" / "p4" / "p4lang.tar.gz"
 # what validate adds to a config; a config that holds them (a validated one, edited) validates again
 DERIVED_KEYS = ("pool", "matrix")
-
-
 
 
 def p4_tarball() -> str | None:
@@ -34,10 +35,8 @@ def p4_tarball() -> str | None:
     return p if p and Path(p).is_file() else None
 
 
-
 class ConfigError(ValueError):
     """A configuration that must not start: the message says what and how to fix it."""
-
 
 
 def key_path(parts) -> str:
@@ -59,14 +58,6 @@ def _nonfinite(value, parts=()):
     elif isinstance(value, list):
         for i, v in enumerate(value):
             yield from _nonfinite(v, (*parts, i))
-
-
-# JSON Schema counts 8.0 as an integer; the runner and tc do not (limit 8.0, snaplen 128.0), so a key the
-# schema calls integer takes whole numbers written as such
-_Validator = jsonschema.validators.extend(
-    jsonschema.Draft202012Validator,
-    type_checker=jsonschema.Draft202012Validator.TYPE_CHECKER.redefine(
-        "integer", lambda _checker, v: isinstance(v, int) and not isinstance(v, bool)))
 
 
 def _schema_error_message(source: str, err: jsonschema.ValidationError) -> str:
@@ -92,14 +83,52 @@ def _schema_error_message(source: str, err: jsonschema.ValidationError) -> str:
             + " Fix: change that value (config/schema/config.schema.yaml states what is allowed).")
 
 
+def _merge(base, over):
+    """over on top of base: mappings merged key by key, anything else (lists included) replaced."""
+    if isinstance(base, dict) and isinstance(over, dict):
+        return {**base, **{k: _merge(base[k], v) if k in base else v for k, v in over.items()}}
+    return copy.deepcopy(over)
 
-def validate(config: dict, source: str = "config", warn=None) -> dict:
+
+def resolve_extends(config, origin: str | Path | None, source: str, chain: tuple = ()):
+    """The config with its `extends` chain merged in (the file it extends first, then this one on top).
+    origin: the file the config was read from (relative `extends` paths are relative to its directory), or
+    None for a config that comes from no file (relative to the working directory)."""
+    if not isinstance(config, dict) or "extends" not in config:
+        return config
+    rel = config["extends"]
+    if not isinstance(rel, str) or not rel:
+        raise ConfigError(f"{source}: extends: {rel!r} is not a file name. Fix: name the config file this one "
+                          f"states the differences from, e.g. extends: quick.yaml.")
+    base_dir = Path(origin).parent if origin else Path.cwd()
+    path = (base_dir / Path(rel).expanduser()).resolve()
+    seen = (*chain, Path(origin).resolve()) if origin else chain
+    if path in seen:
+        loop = " -> ".join(str(p) for p in (*seen, path))
+        raise ConfigError(f"{source}: extends: {rel!r} makes a loop ({loop}). Fix: let one of those files "
+                          f"state its keys itself instead of extending.")
+    if not path.is_file():
+        raise ConfigError(f"{source}: extends: {rel!r} is no file ({path}). Fix: name an existing config file, "
+                          f"relative to {base_dir}.")
+    try:
+        base = yaml.safe_load(path.read_text())
+    except yaml.YAMLError as e:
+        raise ConfigError(f"{source}: extends: {path} is not valid YAML: {e}") from e
+    if not isinstance(base, dict):
+        raise ConfigError(f"{source}: extends: {path} holds no YAML mapping. Fix: name a config file.")
+    base = resolve_extends(base, path, f"{source} (extends {path})", seen)
+    return _merge(base, {k: v for k, v in config.items() if k != "extends"})
+
+
+def validate(config: dict, source: str = "config", warn=None, origin: str | Path | None = None) -> dict:
     """Validate a config dict; return it with defaults filled in, cfg["matrix"] (each section resolved:
     every key given, the axes as lists) and cfg["pool"] (expand_pool) added. Raises ConfigError.
-    warn(msg) gets what is allowed but unwise (default: printed to stderr)."""
+    warn(msg) gets what is allowed but unwise (default: printed to stderr). origin: the file the config
+    comes from, which its `extends` is relative to."""
     warn = _warn if warn is None else warn
     if not isinstance(config, dict):
         raise ConfigError(f"{source}: expected a YAML mapping at the top, got {type(config).__name__}.")
+    config = resolve_extends(config, origin, source)
     # what validate derives is not a config key: a validated config (capacity.py edits one) validates again
     config = {k: v for k, v in config.items() if k not in DERIVED_KEYS}
     if isinstance(config.get("testbed"), dict):
@@ -108,21 +137,24 @@ def validate(config: dict, source: str = "config", warn=None) -> dict:
     if bad:
         raise ConfigError("\n".join(f"{source}: {path}: {v!r} is not a finite number. Fix: give a finite number "
                                     f"(YAML's .inf and .nan are not allowed)." for path, v in bad))
-    with open(SCHEMA_PATH) as f:
-        schema = yaml.safe_load(f)
-    errors = sorted(_Validator(schema).iter_errors(config), key=lambda e: list(map(str, e.absolute_path)))
+    errors = sorted(schema.Validator(schema.schema()).iter_errors(config),
+                    key=lambda e: list(map(str, e.absolute_path)))
     if errors:
         raise ConfigError("\n".join(_schema_error_message(source, e) for e in errors))
 
-    cfg = json.loads(json.dumps(config))  # deep copy
-    for k, v in sections.DEFAULTS.items():
-        cfg.setdefault(k, v)
+    cfg = schema.fill_defaults(json.loads(json.dumps(config)))  # a deep copy, then the defaults
+    if "bottlenecks" in cfg:
+        # the bottleneck axis is given: the topology's default pair is no value of it (and a validated config,
+        # which holds its defaults, validates again)
+        for k in ("bottleneck_mbps", "buffer_pkts"):
+            if k not in config.get("topology", {}):
+                cfg["topology"].pop(k)
     problems = []
     secs = cfg.get("sections") or [{"name": cfg["name"]}]
     names = [s["name"] for s in secs]
     for n in sorted({n for n in names if names.count(n) > 1}):
         problems.append(f"{source}: two sections are named {n!r}. Fix: give each section its own name.")
-    resolved = [sections.resolve_section(cfg, sec, f"{source}: sections[{i}] ({sec['name']})" if cfg.get("sections")
+    resolved = [sections.resolve_section(cfg, config, sec, f"{source}: sections[{i}] ({sec['name']})" if cfg.get("sections")
                                          else source, problems, source, f"sections[{i}]." if cfg.get("sections") else "")
                 for i, sec in enumerate(secs)]
 
@@ -149,8 +181,6 @@ def validate(config: dict, source: str = "config", warn=None) -> dict:
                 f"(tar czf p4lang.tar.gz /opt/p4lang) and set FAVORLAB_P4_TARBALL to it, or put it at "
                 f"{P4_TARBALL_DEFAULT} (p4/README.md, 'Toolchain').")
     tb = cfg["testbed"]
-    if tb["kind"] == "local-vm":
-        tb.setdefault("vm_name", "favorlab")
     problems += pool.pool_problems(tb, source)
     if problems:
         raise ConfigError("\n".join(problems))
@@ -162,11 +192,10 @@ def validate(config: dict, source: str = "config", warn=None) -> dict:
         for msg in sections.delay_line_warnings(sec):
             warn(f"{sec['where']}: {msg}")
     try:
-        cfg["pool"] = pool.expand_pool(tb, pool.testbed_defaults(schema), source, warn=warn)
+        cfg["pool"] = pool.expand_pool(tb, source, warn=warn)
     except pool.PoolError as e:
         raise ConfigError(str(e)) from None
     return cfg
-
 
 
 def _warn(msg: str) -> None:
@@ -184,8 +213,7 @@ def read_config(path: str | Path, warn=None) -> dict:
             raw = yaml.safe_load(f)
     except yaml.YAMLError as e:
         raise ConfigError(f"{path}: not valid YAML: {e}") from e
-    return validate(raw, str(path), warn=warn)
-
+    return validate(raw, str(path), warn=warn, origin=path)
 
 
 def main(argv=None) -> int:

@@ -213,11 +213,6 @@ class PoolError(ValueError):
     """A testbed section that names no usable pool: the message names the key and the fix."""
 
 
-def testbed_defaults(schema: dict) -> dict:
-    props = schema["properties"]["testbed"]["properties"]
-    return {k: v["default"] for k, v in props.items() if "default" in v}
-
-
 def pool_problems(tb: dict, source: str) -> list[str]:
     p = []
     if tb["kind"] == "local-vm":
@@ -281,12 +276,11 @@ def group_hosts(groups: dict, group: str) -> list[str]:
     return out
 
 
-def expand_pool(tb: dict, defaults: dict, source: str = "config", warn=None) -> dict:
+def expand_pool(tb: dict, source: str = "config", warn=None) -> dict:
     """The testbed section -> {"members": [member, ...], "size": N, "retries": R}; each member is a dict
     orchestrate.testbeds takes (kind, vm_name or inventory + host, keep_running, p4) with its id
-    (the VM name, or host@<inventory path hash>). defaults: the schema's testbed
-    defaults, from the schema validate has already read."""
-    common = {"keep_running": tb.get("keep_running", defaults["keep_running"])}
+    (the VM name, or host@<inventory path hash>). tb: a validated testbed section, its defaults filled in."""
+    common = {"keep_running": tb["keep_running"]}
     if tb.get("p4"):
         common["p4"] = True
     if tb["kind"] == "local-vm":
@@ -318,4 +312,4 @@ def expand_pool(tb: dict, defaults: dict, source: str = "config", warn=None) -> 
                                 f"{', '.join(known) or 'none'}). Fix: name hosts of that inventory.")
         members = [dict(common, id=ssh_member_id(h, inv), kind="ssh", inventory=str(inv), host=h)
                    for h in hosts]
-    return {"members": members, "size": len(members), "retries": tb.get("retries", defaults["retries"])}
+    return {"members": members, "size": len(members), "retries": tb["retries"]}

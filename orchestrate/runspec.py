@@ -13,14 +13,12 @@ from pathlib import Path
 
 import yaml
 
-from orchestrate import matrix
+from contract.sizes import format_sizes
+from orchestrate import matrix, schema
 from orchestrate.matrix import Point
 
 REPO = Path(__file__).resolve().parents[1]
 AQMS_PATH = REPO / "config" / "aqms.yaml"
-# the dumbbell's and the chain's only MTU (config.schema.yaml allows 1500 alone); an AQM's byte fields are
-# computed with it when a caller's topology does not say
-MTU = 1500
 
 # TCP profiles: `paper` is as close to ns-2 NewReno as Linux allows, `linux` keeps the
 # kernel's defaults. The runner applies these per host network namespace.
@@ -78,15 +76,15 @@ def schedule_seed(cfg: dict, run: Point) -> int:
 
 
 def schedule_params(cfg: dict, run: Point) -> dict:
-    """What `python -m workloads.schedule` makes the run's schedule from (schedule_args)."""
+    """What `python -m orchestrate.schedule` makes the run's schedule from (schedule_args)."""
     sec = matrix.section_of(cfg, run)
     return {"load": run.load, "capacity_mbps": run.bottleneck_mbps, "duration": sec["duration_s"],
-            "seed": schedule_seed(cfg, run), "sizes": sizes_arg(dict(run.sizes)),
+            "seed": schedule_seed(cfg, run), "sizes": format_sizes(dict(run.sizes)),
             "reverse_load": sec["reverse_load"], "topology": matrix.SCENARIOS[run.scenario]["topology"]}
 
 
 def schedule_args(cfg: dict, run: Point) -> list[str]:
-    """The command-line arguments of `python -m workloads.schedule` for the run's schedule (without --out)."""
+    """The command-line arguments of `python -m orchestrate.schedule` for the run's schedule (without --out)."""
     p = schedule_params(cfg, run)
     return ["--load", str(p["load"]), "--capacity-mbps", f"{p['capacity_mbps']:g}", "--duration", f"{p['duration']:g}",
             "--seed", str(p["seed"]), "--sizes", p["sizes"], "--reverse-load", f"{p['reverse_load']:g}",
@@ -97,7 +95,7 @@ def aqm_args(args: list, topo: dict, tcp: dict | None = None) -> list[str]:
     """An entry's tc arguments with the fields of config/aqms.yaml filled in from the run's topology and TCP
     profile."""
     b = topo["buffer_pkts"]
-    mtu = topo.get("mtu", MTU)
+    mtu = topo.get("mtu", schema.defaults()["topology"]["mtu"])
     third, two_thirds = max(1, b // 3), max(2, (2 * b) // 3)
     fields = dict(topo, buffer_pkts_third=third, buffer_pkts_two_thirds=two_thirds, buffer_bytes=b * mtu,
                   buffer_bytes_third=third * mtu, buffer_bytes_two_thirds=two_thirds * mtu,
@@ -171,11 +169,6 @@ def shell_json(value) -> str:
     config and may hold quotes or `;`, so they are quoted for the shell, never pasted between quotes."""
     return shlex.quote(json.dumps(value))
 
-
-def sizes_arg(sizes: dict) -> str:
-    """The --sizes argument of `python -m workloads.schedule` for a config's size distribution."""
-    params = ",".join(f"{k}={v}" for k, v in sizes.items() if k != "distribution")
-    return f"{sizes['distribution']}:{params}" if params else sizes["distribution"]
 
 
 

@@ -11,35 +11,9 @@ import ipaddress
 import json
 import math
 
-from orchestrate import matrix, runspec
+from contract.sizes import format_sizes
+from orchestrate import matrix, runspec, schema
 
-DEFAULTS = {
-    "reverse_load": 0.1,
-    "drain_s": 20,
-    "capture": {"snaplen": 128},
-    "trace_favor": True,
-    "attempts": 3,
-    "workload_impl": "python",
-}
-# the runner's validity thresholds (testbed/runner/run.py); a config may loosen them for a dataplane with a
-# known, stated overhead (config/p4-quick.yaml)
-FIDELITY_DEFAULTS = {"rtt_tolerance_ms": 3.0, "rate_min_share": 0.90}
-TOPOLOGY_DEFAULTS = {
-    "left_delays_ms": [0, 12, 25],
-    "right_delays_ms": [2, 37, 75],
-    "central_delay_ms": 0,
-    "mtu": 1500,
-}
-
-
-PERSISTENT_DEFAULTS = {"flows": 50, "start_s": 40.0}
-# the synflood axis (FavorQueue paper, Section 9.1): rates_x 0 is the run without a flood; the attacker is a left
-# host (its flood shares its access link with its own flows), the target a right host's flow server port;
-# the spoofed sources come from a prefix no host has (workloads.synflood)
-SYNFLOOD_DEFAULTS = {"rates_x": [0.0], "attacker": "a1", "target": "b1", "spoof": "10.66.0.0/16"}
-# the chain's cross traffic starts this long before t0, so the hops' queues are loaded when the reference
-# user's first flow is due (ten Reno flows of RTT <= 202 ms leave slow start within a few seconds)
-REFERENCE_DEFAULTS = {"warmup_cross_s": 10.0}
 # keys a section may give; the others (name, seed, testbed, attempts, workload_impl) are the pipeline's
 SECTION_KEYS = ("scenario", "persistent", "reference", "synflood", "topology", "bottlenecks", "aqms", "loads", "reverse_load", "iw",
                 "tcp_profile", "cc", "replications", "duration_s", "warmup_s", "drain_s", "sizes", "capture",
@@ -48,13 +22,12 @@ SECTION_KEYS = ("scenario", "persistent", "reference", "synflood", "topology", "
 # the config's top level they are left out (a config may hold dumbbell and chain sections)
 DUMBBELL_TOPOLOGY_KEYS = ("left_delays_ms", "right_delays_ms", "central_delay_ms")
 CHAIN_TOPOLOGY_KEYS = ("hops", "hop_delay_ms", "user_delay_ms", "cross_flows_per_hop", "cross_delays_ms", "aqm_hops")
-CHAIN_BASE = {"bottleneck_mbps": 10, "buffer_pkts": 8, "access_mbps": 100, "mtu": 1500}
 # the chain's reference user draws these (workloads.reference.parse_sizes); bounded_pareto is not offered
 REFERENCE_SIZES = ("pareto", "lomax", "exponential")
 BOTTLENECK_KEYS = ("bottleneck_mbps", "buffer_pkts", "reverse_buffer_pkts", "access_mbps")
 # Linux's congestion controls (net/ipv4/tcp_*.c): reno and cubic are built in, the others are modules the
-# kernel loads when the runner sets net.ipv4.tcp_congestion_control (the guest's Debian 12 kernel 6.1.0-50 ships
-# every one of them as tcp_<name>.ko, checked 2026-11-24)
+# kernel loads when the runner sets net.ipv4.tcp_congestion_control (the guest's Debian 12 kernel ships every
+# one of them as tcp_<name>.ko)
 KNOWN_CC = ("reno", "cubic", "bbr", "bic", "cdg", "dctcp", "highspeed", "htcp", "hybla", "illinois", "lp", "nv",
             "scalable", "vegas", "veno", "westwood", "yeah")
 SIZE_NEEDS = {"pareto": ["shape", "mean_pkts"], "lomax": ["shape", "mean_pkts"],
@@ -62,56 +35,50 @@ SIZE_NEEDS = {"pareto": ["shape", "mean_pkts"], "lomax": ["shape", "mean_pkts"],
 
 
 
-def resolve_section(cfg: dict, sec: dict, where: str, problems: list, source: str = "config",
-                     prefix: str = "") -> dict:
+def resolve_section(cfg: dict, given: dict, sec: dict, where: str, problems: list, source: str = "config",
+                    prefix: str = "") -> dict:
     """A section with every key given (its own, else the config's) and its axes as lists: bottlenecks
     (complete topology overrides), sizes, cc. Problems are appended, not raised, so all are told at once.
-    prefix: the section's path in the config ("sections[2].", or "" for a config without sections)."""
+    cfg: the config with the schema's defaults filled in; given: the config as written, for what the
+    config itself says (a default is no mistake). prefix: the section's path in the config ("sections[2].",
+    or "" for a config without sections)."""
     r = {k: json.loads(json.dumps(sec.get(k, cfg.get(k)))) for k in SECTION_KEYS
          if k not in ("topology", "bottlenecks", "sizes", "cc", "capture", "fidelity", "persistent", "reference",
                       "synflood")}
     r.update(name=sec["name"], where=where, figures=sec.get("figures", []))
-    r["capture"] = dict(DEFAULTS["capture"], **cfg.get("capture", {}), **sec.get("capture", {}))
-    r["fidelity"] = dict(FIDELITY_DEFAULTS, **cfg.get("fidelity", {}), **sec.get("fidelity", {}))
+    r["capture"] = dict(cfg["capture"], **sec.get("capture", {}))
+    r["fidelity"] = dict(cfg["fidelity"], **sec.get("fidelity", {}))
     kind = matrix.SCENARIOS[r["scenario"]]["topology"]
     own, other = (CHAIN_TOPOLOGY_KEYS, DUMBBELL_TOPOLOGY_KEYS) if kind == "chain" else \
         (DUMBBELL_TOPOLOGY_KEYS, CHAIN_TOPOLOGY_KEYS)
     # the section's own topology (or, without sections, the config's) is the one that must fit its kind
-    mine = sec.get("topology", {}) if cfg.get("sections") else cfg["topology"]
+    mine = sec.get("topology", {}) if cfg.get("sections") else given.get("topology", {})
     for k in sorted(set(mine) & set(other)):
         problems.append(f"{where}: topology.{k} is for scenario {'chain' if kind != 'chain' else 'dumbbell or persistent'}"
                         f" (this is {r['scenario']!r}, topology {kind}). Fix: remove topology.{k} from it.")
-    # the chain's defaults are the paper's (topologies.chain.DEFAULTS): 10 Mb/s hops, 8-packet queues
-    base = TOPOLOGY_DEFAULTS if kind == "dumbbell" else CHAIN_BASE
-    # {**a, **b}: a key the section gives replaces the config's (dict(a, **b, **c) raised TypeError on it)
-    topo = {k: v for k, v in {**base, **cfg["topology"], **sec.get("topology", {})}.items() if k not in other}
-    for level, name in ((sec, "section"), (cfg, "config")):
+    # the config's topology holds Table 1's defaults (the schema's); a chain keeps their rate, queue, access
+    # links and MTU, which are the paper's Section 8 chain too. {**a, **b}: a key the section gives replaces
+    # the config's (dict(a, **b) would raise TypeError on it)
+    topo = {k: v for k, v in {**schema.defaults()["topology"], **cfg["topology"], **sec.get("topology", {})}.items()
+            if k not in other}
+    for level, name in ((sec, "section"), (given, "config")):
         if "bottlenecks" in level and any(k in level.get("topology", {}) for k in ("bottleneck_mbps", "buffer_pkts")):
             problems.append(f"{where}: this {name} gives both topology.bottleneck_mbps/buffer_pkts and bottlenecks. "
                             f"Fix: keep one: bottlenecks is the axis, the topology's pair is one value of it.")
     if "bottlenecks" in sec:
         entries = sec["bottlenecks"]
     elif any(k in sec.get("topology", {}) for k in ("bottleneck_mbps", "buffer_pkts")) or "bottlenecks" not in cfg:
-        pair = {k: topo[k] for k in BOTTLENECK_KEYS if k in topo}
-        if "bottleneck_mbps" not in pair or "buffer_pkts" not in pair:
-            problems.append(f"{where}: no bottleneck: topology needs bottleneck_mbps and buffer_pkts, or give "
-                            f"bottlenecks. Fix: add topology.bottleneck_mbps and topology.buffer_pkts, or "
-                            f"bottlenecks: [{{bottleneck_mbps: 10, buffer_pkts: 8}}].")
-            pair = {}
-        entries = [pair] if pair else []
+        entries = [{k: topo[k] for k in BOTTLENECK_KEYS if k in topo}]
     else:
         entries = cfg["bottlenecks"]
     r["bottlenecks"] = []
     for i, e in enumerate(entries):
         b = dict(e)
         b.setdefault("reverse_buffer_pkts", b["buffer_pkts"])
-        b.setdefault("access_mbps", topo.get("access_mbps"))
+        b.setdefault("access_mbps", topo["access_mbps"])
         at = (f"{prefix}bottlenecks[{i}]" if "bottlenecks" in sec else f"bottlenecks[{i}]" if "bottlenecks" in cfg
               else f"{prefix}topology" if "bottleneck_mbps" in sec.get("topology", {}) else "topology")
-        if b["access_mbps"] is None:
-            problems.append(f"{where}: bottleneck {i}: no access_mbps. Fix: add topology.access_mbps, or "
-                            f"access_mbps to that bottleneck.")
-        elif b["access_mbps"] < b["bottleneck_mbps"]:
+        if b["access_mbps"] < b["bottleneck_mbps"]:
             problems.append(f"{source}: {at}: access_mbps ({b['access_mbps']:g}) is below bottleneck_mbps "
                             f"({b['bottleneck_mbps']:g}): the access links, not the AQM's queue, would be the "
                             f"bottleneck, and the runner's rate probe would find every run below its rate. Fix: "
@@ -132,21 +99,21 @@ def resolve_section(cfg: dict, sec: dict, where: str, problems: list, source: st
                             f"{', '.join(KNOWN_CC)}.")
     r["workload"] = {"kind": matrix.SCENARIOS[r["scenario"]]["workload"]}
     if r["workload"]["kind"] == "reference":
-        r["workload"].update(REFERENCE_DEFAULTS, **cfg.get("reference", {}), **sec.get("reference", {}))
+        r["workload"].update(schema.defaults_of("reference"), **cfg.get("reference", {}), **sec.get("reference", {}))
         _chain_problems(r, sec, cfg, where, problems)
-    elif "reference" in sec or ("reference" in cfg and not cfg.get("sections")):
+    elif "reference" in sec or ("reference" in given and not cfg.get("sections")):
         problems.append(f"{where}: reference is for scenario 'chain' (this is {r['scenario']!r}). "
                         f"Fix: remove it, or set scenario: chain.")
     if r["workload"]["kind"] == "persistent":
-        r["workload"].update(PERSISTENT_DEFAULTS, **cfg.get("persistent", {}), **sec.get("persistent", {}))
+        r["workload"].update(schema.defaults_of("persistent"), **cfg.get("persistent", {}), **sec.get("persistent", {}))
         if r["workload"]["start_s"] >= r["duration_s"]:
             problems.append(f"{where}: persistent.start_s ({r['workload']['start_s']}) must be below duration_s "
                             f"({r['duration_s']}): the persistent flows run from then to the end of the traffic. "
                             f"Fix: lower persistent.start_s or raise duration_s.")
-    elif "persistent" in sec or ("persistent" in cfg and not cfg.get("sections")):
+    elif "persistent" in sec or ("persistent" in given and not cfg.get("sections")):
         problems.append(f"{where}: persistent is for scenario 'persistent' (this is {r['scenario']!r}). "
                         f"Fix: remove it, or set scenario: persistent.")
-    r["synflood"] = dict(SYNFLOOD_DEFAULTS, **cfg.get("synflood", {}), **sec.get("synflood", {}))
+    r["synflood"] = dict(cfg["synflood"], **sec.get("synflood", {}))
     _synflood_problems(r, where, problems)
     spoof_at = f"{prefix}synflood.spoof" if "spoof" in sec.get("synflood", {}) and prefix else "synflood.spoof"
     problems += [f"{source}: {spoof_at}: {why}" for why in spoof_problems(r["synflood"]["spoof"])]
@@ -181,7 +148,7 @@ def spoof_problems(spoof: str) -> list[str]:
     (tcpdump's `not net` filter refuses host bits; favorflow synflood draws IPv4 sources) that no host of the
     topology uses and that a router forwards (no loopback, multicast, reserved or 0.0.0.0/8 sources)."""
     from topologies import dumbbell
-    fix = f"Fix: an IPv4 prefix outside the topology's addresses, e.g. {SYNFLOOD_DEFAULTS['spoof']}."
+    fix = f"Fix: an IPv4 prefix outside the topology's addresses, e.g. {schema.defaults()['synflood']['spoof']}."
     try:
         net = ipaddress.ip_network(spoof, strict=True)
     except ValueError as e:
@@ -221,9 +188,9 @@ def _schedule_problems(r: dict, sec: dict, cfg: dict, source: str, prefix: str, 
                 (closed and s["distribution"] not in REFERENCE_SIZES):
             continue       # told above
         try:
-            sizes = schedule.parse_sizes(runspec.sizes_arg(s))
+            sizes = schedule.parse_sizes(format_sizes(s))
             if closed:
-                reference.parse_sizes(runspec.sizes_arg(s))
+                reference.parse_sizes(format_sizes(s))
             mean = sizes.mean_pkts_effective        # what the generator divides the load by
             if not (math.isfinite(mean) and mean >= 1):
                 raise ValueError(f"its mean flow length E[L] comes out as {mean!r} packets")

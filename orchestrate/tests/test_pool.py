@@ -1,7 +1,7 @@
-"""A pool of testbeds (issue 12): the config's testbed section expanded into members, the default
+"""A pool of testbeds: the config's testbed section expanded into members, the default
 number of local guests, leases (machine-wide file locks), members left out after they died, orchestrate.run_step on
 a testbed that dies, up-all, and the pipeline's plan. No guest and no network: the testbed side is
-faked; tests/test_pool_guest.py runs the same on two real guests."""
+faked; orchestrate/tests/test_pool_guest.py runs the same on two real guests."""
 import json
 import os
 import shlex
@@ -20,7 +20,7 @@ from orchestrate import run_step, runspec, testbeds
 from orchestrate.config import ConfigError, validate
 from orchestrate import pool
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture(autouse=True)

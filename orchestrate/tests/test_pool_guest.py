@@ -1,4 +1,4 @@
-"""The smoke config on a pool of two local guests (issue 12's acceptance), through the real pipeline:
+"""The smoke config on a pool of two local guests through the real pipeline:
 
 - both guests are used at once (each run's controller.json records its lease; the two leases overlap),
   and an interrupted pipeline resumes without redoing the run that finished;
@@ -24,7 +24,7 @@ import pytest
 import yaml
 from test_pipeline import require_guest as require_one_guest   # what one guest needs, said once
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 VM = "favorlab-pool"
 MEMBERS = [VM, f"{VM}-2"]
 

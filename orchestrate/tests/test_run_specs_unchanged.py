@@ -1,10 +1,11 @@
-"""Every shipped config makes the same runs as before the config module was reorganised: the same run ids,
-and for each the same run spec, schedule arguments and testbed parameter. Snakemake redoes a run whose spec
-or schedule changed, so a change here would silently redo (and supersede) finished runs.
+"""Every shipped config makes the runs recorded in data/run-specs-before.json: the same run ids, and for each
+the same run spec, schedule arguments and testbed parameter. Snakemake redoes a run whose spec or schedule
+changed, so a change here would redo (and supersede) finished runs: a reorganisation of the config code or
+of the configs themselves (defaults, `extends`) must keep every one of them.
 
-orchestrate/tests/data/run-specs-before.json holds, per config, each run id with the first 16 hex digits of
-the sha256 of json.dumps({"spec", "schedule_args", "testbed"}, sort_keys=True). It is data taken once from
-the code before the change; it is never regenerated to make this test pass.
+The file holds, per config, each run id with the first 16 hex digits of the sha256 of
+json.dumps({"spec", "schedule_args", "testbed"}, sort_keys=True). It is data, not output of this test: it
+is never regenerated to make the test pass.
 """
 import hashlib
 import json

@@ -20,8 +20,8 @@ else:
     _sources = [str(p) for p in getattr(workflow, "overwrite_configfiles", [])] or ["config"]
     try:
         # warnings (a pool above the machine's cores) once, from the main process, not from every job's
-        CFG = validate_config(dict(config), ", ".join(_sources),
-                                 warn=None if workflow.is_main_process else (lambda _msg: None))
+        CFG = validate_config(dict(config), ", ".join(_sources), origin=_sources[0] if len(_sources) == 1 else None,
+                              warn=None if workflow.is_main_process else (lambda _msg: None))
     except ConfigError as _e:
         # Stop before any experiment starts; the message names the key and the fix.
         sys.stderr.write(f"favorlab: invalid configuration\n{_e}\n")
