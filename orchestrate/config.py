@@ -158,7 +158,7 @@ def validate(config: dict, source: str = "config", warn=None, origin: str | Path
                                          else source, problems, source, f"sections[{i}]." if cfg.get("sections") else "")
                 for i, sec in enumerate(secs)]
 
-    known = runspec.load_aqms()
+    known = runspec.read_aqms()
     p4_names = set()
     for sec in resolved:
         for i, name in enumerate(sec["aqms"]):

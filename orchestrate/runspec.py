@@ -32,9 +32,9 @@ TCP_PROFILES = {
 
 
 
-def load_aqms(path: Path = AQMS_PATH) -> dict:
+def read_aqms(path: Path = AQMS_PATH) -> dict:
     """config/aqms.yaml, parsed once per file version: validate builds every run's spec (aqm_setup), and
-    a YAML parse per run made a 600-run config take seconds in every Snakemake job. A copy, so a caller
+    a YAML parse per run would make a 600-run config take seconds in every Snakemake job. A copy, so a caller
     cannot change what the next one reads."""
     p = Path(path)
     return copy.deepcopy(_parse_aqms(str(p), p.stat().st_mtime_ns))
@@ -109,7 +109,7 @@ def aqm_args(args: list, topo: dict, tcp: dict | None = None) -> list[str]:
 
 
 def aqm_setup(name: str, topo: dict, tcp: dict | None = None) -> dict:
-    entry = load_aqms()[name]
+    entry = read_aqms()[name]
     return {"name": name, "paper_name": entry.get("paper_name", name),
             "forward": {"kind": entry["forward"]["kind"], "args": aqm_args(entry["forward"]["args"], topo, tcp)},
             "reverse": {"kind": entry["reverse"]["kind"], "args": aqm_args(entry["reverse"]["args"], topo, tcp)}}

@@ -29,7 +29,7 @@ def test_shipped_configs_are_valid(name):
 def test_aqm_bench_has_every_qdisc_aqm():
     """A new entry of config/aqms.yaml joins the benchmark (the P4 programs need their toolchain: p4-quick)."""
     cfg = read_config(REPO / "config" / "aqm-bench.yaml")
-    qdisc_aqms = {n for n, e in runspec.load_aqms().items() if e["forward"]["kind"] != "p4"}
+    qdisc_aqms = {n for n, e in runspec.read_aqms().items() if e["forward"]["kind"] != "p4"}
     assert set(cfg["aqms"]) == qdisc_aqms
     assert {r.load for r in matrix.runs(cfg)} == {0.25, 0.55, 0.85, 0.95}
 
@@ -442,7 +442,7 @@ def test_synflood_in_a_chain_section_is_refused():
 
 
 def test_no_test_file_defines_two_tests_of_one_name():
-    """A second definition silently replaces the first, which then never runs (as happened in this file)."""
+    """A second definition silently replaces the first, which then never runs."""
     import ast
     files = subprocess.run(["git", "ls-files", "*test_*.py"], cwd=REPO, capture_output=True, text=True,
                            check=True).stdout.split()

@@ -63,7 +63,7 @@ def test_local_guests_named_from_the_first(monkeypatch):
     assert [m["id"] for m in cfg["pool"]["members"]] == ["favorlab", "favorlab-2", "favorlab-3"]
     assert cfg["pool"]["size"] == 3 and cfg["pool"]["retries"] == 2          # the schema's default
     assert all(m["kind"] == "local-vm" and m["keep_running"] is False for m in cfg["pool"]["members"])
-    # the one-guest config of before is a pool of one, under its old name
+    # a pool of one is the guest named vm_name itself, with no suffix
     one = validate(smoke(kind="local-vm", count=1))["pool"]["members"]
     assert [m["vm_name"] for m in one] == ["favorlab"]
 

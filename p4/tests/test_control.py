@@ -156,7 +156,7 @@ def test_bad_p4_entry_rejected_before_any_run(tmp_path, monkeypatch, tarball):
     path = tmp_path / "aqms.yaml"
     path.write_text(yaml.safe_dump(aqms))
     monkeypatch.setattr(runspec, "AQMS_PATH", path)
-    monkeypatch.setattr(runspec, "load_aqms", lambda p=path: yaml.safe_load(p.read_text()))
+    monkeypatch.setattr(runspec, "read_aqms", lambda p=path: yaml.safe_load(p.read_text()))
     cfg = yaml.safe_load((REPO / "config" / "smoke.yaml").read_text())
     cfg["aqms"] = ["p4-broken"]
     with pytest.raises(ConfigError) as e:

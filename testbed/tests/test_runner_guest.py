@@ -280,7 +280,7 @@ AQMS_TESTED_ELSEWHERE = {"favor", "favourtail", "favor_burst1", "run2c", "las", 
 def _linux_aqms() -> dict:
     from orchestrate import runspec
     topo = dict(SPEC["topology"])
-    return {n: runspec.aqm_setup(n, topo)["forward"] for n in runspec.load_aqms()
+    return {n: runspec.aqm_setup(n, topo)["forward"] for n in runspec.read_aqms()
             if n not in AQMS_TESTED_ELSEWHERE}
 
 
@@ -288,7 +288,7 @@ def test_every_aqm_has_a_traffic_test():
     """A new entry in config/aqms.yaml is put through traffic in the guest (test_linux_aqms_carry_traffic)
     unless its own suite does it."""
     from orchestrate import runspec
-    assert set(_linux_aqms()) | AQMS_TESTED_ELSEWHERE == set(runspec.load_aqms())
+    assert set(_linux_aqms()) | AQMS_TESTED_ELSEWHERE == set(runspec.read_aqms())
     assert {"droptail", "choke", "red", "sfb", "pie", "codel", "fq_codel", "cake", "sfq", "fq"} <= set(_linux_aqms())
 
 
