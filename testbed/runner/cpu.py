@@ -54,7 +54,8 @@ def merge_ticks(procs: dict, newer: dict) -> None:
 
 
 def process_group(comm: str, cmd: str) -> str:
-    """The parts of a run a CPU budget is spent on, named as testbed/README.md's breakdown names them."""
+    """The parts of a run a CPU budget is spent on, named as the report and docs/measurements.md ("Where a
+    run's CPU goes") name them."""
     for needle, group in (("workloads.client", "workload client"), ("workloads.server", "workload server"),
                           ("workloads.reference", "workload client"),
                           ("favorflow client", "workload client"), ("favorflow server", "workload server"),

@@ -167,7 +167,7 @@ def test_mem_used_reads_this_host():
 
 
 def test_cpu_breakdown_charges_each_process_group_its_own_ticks():
-    """cpu.json is what testbed/README.md's breakdown is read from: the shares must be each group's ticks
+    """cpu.json is what the report's CPU breakdown is read from: the shares must be each group's ticks
     over all ticks, a process that started inside the window counted from zero, a reused PID not mixed up."""
     modes0, modes1 = [100, 0, 50, 850, 0, 0, 0, 0], [400, 0, 150, 1150, 0, 0, 300, 0]   # 1000 ticks
     procs0 = {(10, "5"): ("python3", "python3 -m workloads.client --host a1", 100, 10),
