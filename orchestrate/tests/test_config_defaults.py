@@ -113,3 +113,12 @@ def test_p4_quick_is_quick_with_its_changes(tmp_path, monkeypatch):
     quick, p4 = read_config(REPO / "config" / "quick.yaml"), read_config(REPO / "config" / "p4-quick.yaml")
     assert [r.schedule_id for r in matrix.runs(quick)] == [r.schedule_id for r in matrix.runs(p4)]
     assert p4["fidelity"] == {"rtt_tolerance_ms": 10, "rate_min_share": 0.85}
+
+
+def test_a_chain_takes_table_1s_rate_queue_and_links_which_are_the_chain_builders_defaults():
+    """A chain section keeps the config's bottleneck, queue, access links and MTU (Table 1's by default); the
+    chain builder's own defaults for them (a run.json that leaves them out) must be the same numbers."""
+    from topologies import chain
+    t = schema.defaults()["topology"]
+    assert (t["bottleneck_mbps"], t["buffer_pkts"], t["access_mbps"], t["mtu"]) == \
+        (chain.DEFAULTS["hop_mbps"], chain.DEFAULTS["buffer_pkts"], chain.DEFAULTS["access_mbps"], chain.DEFAULTS["mtu"])
