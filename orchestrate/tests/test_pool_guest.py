@@ -22,7 +22,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from test_pipeline import require_guest as require_one_guest   # what one guest needs, said once
+from tests.test_pipeline import require_guest as require_one_guest   # what one guest needs, said once
 
 REPO = Path(__file__).resolve().parents[2]
 VM = "favorlab-pool"
@@ -34,7 +34,7 @@ def require_pool_run():
     once, then share the CPU): more than CI's budget beside the other guest suites, so these run when asked."""
     if os.environ.get("FAVORLAB_POOL_TESTS") != "1":
         pytest.skip("two guests at once: about 30 min on 2 cores; run with FAVORLAB_POOL_TESTS=1 "
-                    "(README, 'Tests')")
+                    "(docs/testing.md)")
 
 
 def require_guest():
