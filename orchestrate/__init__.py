@@ -1,7 +1,8 @@
 """The controller, in one package: everything that runs on the machine that drives the experiments and
 nothing that runs on a testbed host (that is testbed/).
 
-    config       a config file read and validated (defaults from the schema, every problem with its fix)
+    config       a config file read and validated (`extends` merged, every problem with its fix)
+    schema       the config schema, its validator and the defaults it holds (filled in by validation)
     sections     a config's sections resolved into the matrix's axes, and the checks of each
     matrix       the run matrix: its points (one run each), run ids, schedule ids
     runspec      a run's run.json, its AQM's tc arguments and its schedule's arguments
