@@ -24,6 +24,22 @@ def rscript():
                     CI)
 
 
+def test_r_libraries_define_each_name_once():
+    """common.R sources every library of analysis/R into one environment, in file name order: a name two
+    files define would silently take the later file's meaning (a function, not only a constant)."""
+    import re
+    r_dir = Path(ROOT) / "analysis" / "R"
+    where = {}
+    for p in sorted(r_dir.glob("*.R")):
+        text = p.read_text()
+        if text.startswith("#!") or p.name == "common.R":
+            continue
+        for name in re.findall(r"^([A-Za-z_.][A-Za-z0-9_.]*|`[^`]+`)\s*<-", text, flags=re.M):
+            where.setdefault(name, []).append(p.name)
+    assert where, r_dir
+    assert {n: files for n, files in where.items() if len(files) > 1} == {}
+
+
 def test_r_unit_tests_pass():
     """analysis/R/tests/run.R runs every test_*.R there (testthat's summary names each by its context)."""
     assert R_TESTS
