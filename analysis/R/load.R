@@ -57,7 +57,7 @@ read_tables <- function(dir, runs_file = NULL) {
   }
   runs <- rbindlist(lapply(ids, one, "run.csv", colClasses = list(character = "invalid_reasons")), fill = TRUE)
   fl <- rbindlist(lapply(ids, one, "flows.csv", colClasses = "character"), fill = TRUE)
-  # persistent.csv: the persistent scenario's iperf3 streams (tables from before it existed have none)
+  # persistent.csv: the persistent scenario's iperf3 streams (tables without the file have none)
   pers <- rbindlist(lapply(ids, one, "persistent.csv", colClasses = "character"), fill = TRUE)
   assemble_tables(runs, fl, pers)
 }
@@ -81,8 +81,8 @@ assemble_tables <- function(runs, fl, pers = data.table()) {
 SCENARIO_COLS <- c("scenario", "topology", "bottleneck_mbps", "buffer_pkts", "iw", "profile", "cc", "size_dist", "size_mean_pkts",
                    "dataplane", "hops", "aqm_hops", "flood_x", "settings")
 
-# Tables extracted before run.csv carried every scenario column get what can be derived (dataplane from
-# the AQM's name, topology from the scenario) and "" for the rest, so they still group consistently.
+# Tables whose run.csv lacks some scenario columns get what can be derived (dataplane from the AQM's
+# name, topology from the scenario) and "" for the rest, so they still group consistently.
 with_scenario <- function(runs) {
   runs <- copy(runs)
   if (!"topology" %in% names(runs)) runs[, topology := if ("scenario" %in% names(runs)) as.character(scenario) else "dumbbell"]
@@ -90,7 +90,7 @@ with_scenario <- function(runs) {
   if (!"dataplane" %in% names(runs)) runs[, dataplane := aqm_dataplane(aqm)]
   for (c in SCENARIO_COLS) if (!c %in% names(runs)) runs[, (c) := ""]
   # fread reads a column empty in every run (a dumbbell's hops, aqm_hops) as NA: "" as in run.csv, or the
-  # key would end in "NA NA" and differ from the key of the same runs extracted before those columns
+  # key would end in "NA NA" and differ from the key of the same runs in tables without those columns
   for (c in SCENARIO_COLS) runs[, (c) := fifelse(is.na(get(c)), "", as.character(get(c)))]
   runs <- with_settings(runs)
   runs[, scen := scenario_key(.SD)]
@@ -102,7 +102,7 @@ with_scenario <- function(runs) {
 # pooled, and the schedule's seed within one (scenario, load, replication), whose AQMs are paired flow by
 # flow. Runs made with other settings (a run kept from an earlier version of the config) then form a
 # scenario of their own, its key naming the settings, and are never pooled with the others silently. Where
-# the runs agree the column is empty and the key is as before. The chain's runs are paired run by run, not
+# the runs agree the column is empty and the key is the scenario's alone. The chain's runs are paired run by run, not
 # flow by flow: chain_pairs (fig_chain.R) refuses a DropTail/FaQ pair whose seeds or windows differ and says so.
 with_settings <- function(runs) {
   runs[, settings := ""]

@@ -129,7 +129,7 @@ length_class <- function(L) {
 }
 
 # RTT class of a flow (F5): its path's configured RTT (flows.csv path_rtt_ms, from hosts.json), classes in
-# RTT order. Tables extracted before flows.csv carried it name the path by its hosts instead (a1-b2):
+# RTT order. Tables whose flows.csv lacks it name the path by its hosts instead (a1-b2):
 # a guessed RTT would be worse than none.
 rtt_class <- function(fl) {
   rtt <- if ("path_rtt_ms" %in% names(fl)) num(fl$path_rtt_ms) else rep(NA_real_, nrow(fl))
