@@ -30,8 +30,6 @@ TCP_PROFILES = {
 }
 
 
-
-
 def read_aqms(path: Path = AQMS_PATH) -> dict:
     """config/aqms.yaml, parsed once per file version: validate builds every run's spec (aqm_setup), and
     a YAML parse per run would make a 600-run config take seconds in every Snakemake job. A copy, so a caller
@@ -46,7 +44,6 @@ def _parse_aqms(path: str, mtime_ns: int) -> dict:
         return yaml.safe_load(f)
 
 
-
 def chain_topology(topo: dict) -> dict:
     """A chain section's topology with one bottleneck entry -> run.json's topology (topologies.chain
     validated, its defaults filled in): bottleneck_mbps is the rate of every hop (hop_mbps) and
@@ -57,7 +54,6 @@ def chain_topology(topo: dict) -> dict:
     if "bottleneck_mbps" in t:
         t["hop_mbps"] = t["bottleneck_mbps"]
     return chain.validate(t)
-
 
 
 def run_topology(cfg: dict, run: Point) -> dict:
@@ -168,8 +164,6 @@ def shell_json(value) -> str:
     """A config section as one shell word: its strings (inventory paths, host names) come from the user's
     config and may hold quotes or `;`, so they are quoted for the shell, never pasted between quotes."""
     return shlex.quote(json.dumps(value))
-
-
 
 
 # The testbed keys that change a measurement: a run in the local TCG guest and one on a real host differ in

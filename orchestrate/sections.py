@@ -34,7 +34,6 @@ SIZE_NEEDS = {"pareto": ["shape", "mean_pkts"], "lomax": ["shape", "mean_pkts"],
               "bounded_pareto": ["shape", "mean_pkts", "max_pkts"], "exponential": ["mean_pkts"]}
 
 
-
 def resolve_section(cfg: dict, given: dict, sec: dict, where: str, problems: list, source: str = "config",
                     prefix: str = "") -> dict:
     """A section with every key given (its own, else the config's) and its axes as lists: bottlenecks
@@ -254,7 +253,6 @@ def delay_line_warnings(sec: dict) -> list[str]:
                        f"receives at the full rate, packets are lost there, not at the AQM (lower the delays or "
                        f"the rate to stay within it).")
     return out
-
 
 
 def _chain_problems(r: dict, sec: dict, cfg: dict, where: str, problems: list) -> None:
