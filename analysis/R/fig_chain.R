@@ -1,5 +1,5 @@
 # Section 8, the five-hop chain (scenario chain, Fig. 25): F26 the reference user's flows with DropTail at
-# every hop and with FaQ at the first hop only, and what the claim C17 (verdict_lib.R) judges on.
+# every hop and with FaQ at the first hop only, and what the claim C17 (verdict_scenarios.R) judges on.
 #
 # Which flows count. A chain run's flows.csv holds the reference user's flows and nothing else: extraction
 # makes flows from the sender-<host> captures only, and the chain has two of them (sender-us, sender-ur:

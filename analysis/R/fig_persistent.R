@@ -1,11 +1,11 @@
 # Section 5.3, short flows beside persistent flows (scenario persistent): F14 short flows in the system over
-# time, F15 their latency against length, F16 the persistent flows' throughput; the claim C8 (verdict_lib.R).
+# time, F15 their latency against length, F16 the persistent flows' throughput; the claim C8 (verdict_scenarios.R).
 is_persistent <- function(d) "scenario" %in% names(d) & as.character(d$scenario) == "persistent"
 NO_PERSISTENT <- "needs valid runs of the persistent scenario (config section with scenario: persistent)"
 
 # Short flows in the system once a second over a run, from its t0 (run.csv t0_unix): a flow is in from its
-# first SYN until its last byte arrived, and a flow that never finished stays in (as extract.steady_state
-# counts them). One row per run and second, with the run's measurement window and the persistent flows' start.
+# first SYN until its last byte arrived, and a flow that never finished stays in (as steady_state counts
+# them, analysis/tables/run.py). One row per run and second, with the run's measurement window and the persistent flows' start.
 short_in_system <- function(t) {
   r <- t$runs[valid == 1 & is_persistent(t$runs)]
   if (!nrow(r) || !"t0_unix" %in% names(r)) return(data.table())

@@ -1,5 +1,5 @@
 # Beyond the paper, Section 9.1 (scenario synflood, config/synflood.yaml): X1 the legitimate web flows under a
-# spoofed SYN flood of 0, 0.5, 1, 2 times the bottleneck, per AQM; the claim C19 (verdict_lib.R) judges
+# spoofed SYN flood of 0, 0.5, 1, 2 times the bottleneck, per AQM; the claim C19 (verdict_scenarios.R) judges
 # the same flows.
 #
 # Which flows count. The flood's SYNs never become rows: the runner's captures leave its spoofed prefix out

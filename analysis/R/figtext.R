@@ -68,7 +68,7 @@ faq_vs_others <- function(d, x, y, many) {
   sprintf("FaQ below %s.", paste(parts, collapse = "; "))
 }
 # What a figure on common_flows counts and what it leaves out of the window's flows, per AQM (censoring(),
-# verdict_lib.R): comparing like with like drops the flows one AQM did not finish, and the reader sees how many.
+# verdict_pairing.R): comparing like with like drops the flows one AQM did not finish, and the reader sees how many.
 common_note <- function(t, fl) {
   w <- censoring(t)
   w <- if (nrow(w)) w[scen %in% fl$scen, .(window = sum(flows)), by = aqm] else data.table(aqm = character(), window = integer())
@@ -79,7 +79,7 @@ common_note <- function(t, fl) {
           paste(sprintf("%s %s of %s", aqm_label(k$aqm), ifelse(is.na(k$window), "?", k$window - k$kept),
                         ifelse(is.na(k$window), "?", k$window)), collapse = ", "))
 }
-# One value per AQM, named the paper's way: "DropTail 0.012, FaQ 0.009" (pct from verdict_lib.R for shares).
+# One value per AQM, named the paper's way: "DropTail 0.012, FaQ 0.009" (pct from verdict_status.R for shares).
 per_aqm <- function(v, f = function(x) sprintf("%.3g", x)) paste(aqm_label(names(v)), f(v), collapse = ", ")
 
 # DropTail and FaQ, `metric` of each one's flows, per scenario and only in the scenarios that have both, e.g.

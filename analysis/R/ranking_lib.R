@@ -13,7 +13,7 @@
 # What that leaves out is in each row: the AQM's window flows of the metric's class (`window_flows`), how
 # many it did not finish (`unfinished`), and how many are not counted (`left_out`: unfinished under it or
 # under another AQM, or not seen).
-# Intervals: boot_ci (verdict_lib.R), the claims' bootstrap: over replications where there are three or more,
+# Intervals: boot_ci (bootstrap.R), the claims' bootstrap: over replications where there are three or more,
 # else over flows within each schedule; flows are resampled together for every AQM (one resample, every AQM's
 # value on it), so each AQM's interval is about the same flows.
 # Ranks: 1 is the best (lowest, or highest for goodput and fairness). `rank` orders the point estimates; the

@@ -1,4 +1,4 @@
-"""Recovery classification (extract.sender_side) on captures of the guest's real Linux 6.1 TCP.
+"""Recovery classification (analysis.tcp.sender_side) on captures of the guest's real Linux 6.1 TCP.
 
 The captures (kept as text, <case>.pcap.txt, turned back into pcap files here) and the script that made them
 are in data/recovery (make_captures.py runs inside the guest,
