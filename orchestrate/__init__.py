@@ -13,6 +13,8 @@ nothing that runs on a testbed host (that is testbed/).
     run_step     one run of the matrix under a lease, redone while invalid, up to `attempts`
     plan         the projected wall time of a config's runs
     capacity     the capacity benchmark (highest flow arrival rate a testbed carries validly)
+    bundle       results bundles: pack a config's results, analyse someone else's (bundle_layout: what a
+                 bundle may hold; bundle_unpack: unpacking and verifying one)
     cloudlab, fabric, inventory   real hosts from CloudLab and FABRIC as an Ansible inventory
 
 The Snakemake rules (workflow/rules/) are thin calls into these; each module with a command line runs
