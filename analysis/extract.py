@@ -10,7 +10,8 @@ import argparse
 import os
 import sys
 
-from analysis.runfiles import load_json, in_run, read_schedule
+from analysis.runfiles import in_run, read_schedule
+from contract.rundir import read_json, DONE, FIDELITY, HOSTS, PCAP_DIR, SCHEDULE, SPEC
 from analysis.tables import write_csv
 from analysis.tables.connections import connection_starts
 from analysis.tables.favor import read_favor_trace, favored_data, add_favor_columns
@@ -23,21 +24,21 @@ from analysis.tables.run import nstat_deltas, run_row
 
 
 def extract(rundir, outdir, write_packets=True):
-    if not os.path.exists(os.path.join(rundir, "DONE")):
+    if not os.path.exists(os.path.join(rundir, DONE)):
         raise ValueError(f"{rundir}: no DONE file, not a finished run directory (contracts.md 'Run directory')")
-    spec = load_json(os.path.join(rundir, "run.json"))
+    spec = read_json(rundir, SPEC, None)
     if spec is None:
         raise ValueError(f"{rundir}: run.json missing")
-    sched = read_schedule(in_run(rundir, spec.get("schedule", "schedule.csv"), "run.json's schedule"))
-    fid = load_json(os.path.join(rundir, "fidelity.json"), {"valid": False, "reasons": ["fidelity.json missing"]})
+    sched = read_schedule(in_run(rundir, spec.get("schedule", SCHEDULE), "run.json's schedule"))
+    fid = read_json(rundir, FIDELITY, {"valid": False, "reasons": ["fidelity.json missing"]})
     profile = spec.get("tcp", {}).get("profile", "paper")
     mss = spec.get("topology", {}).get("mtu", 1500) - 40
     window = measurement_window(spec, rundir)
-    pdir = os.path.join(rundir, "pcap")
+    pdir = os.path.join(rundir, PCAP_DIR)
 
     flows, persistent_conns = flow_rows(read_sender_captures(pdir), sched, persistent_servers(rundir),
                                         profile, mss, window)
-    hosts = load_json(os.path.join(rundir, "hosts.json"), {}) or {}
+    hosts = read_json(rundir, HOSTS, {}) or {}
     add_path_rtt(flows, hosts)
     starts = connection_starts(flows)
 

@@ -1,17 +1,10 @@
-"""Reading a run directory (docs/contracts.md, "Run directory"): its JSON files, a file name the run's own
-JSON gives, the host names its files are named after, and its schedule.
+"""What extraction checks in a run directory beyond contract.rundir: a file name the run's own JSON gives
+(a bundle's run directory is someone else's), the host names its files are named after, and the schedule
+read as extraction needs it (only the columns it uses; a schedule without direction or kind is read).
 """
 import csv
-import json
 import os
 import re
-
-
-def load_json(path, default=None):
-    if not os.path.exists(path):
-        return default
-    with open(path) as f:
-        return json.load(f)
 
 
 def in_run(rundir, name, what):

@@ -2,9 +2,11 @@
 from iperf3's own sender report (persistent/iperf3-<src>-<dst>.json) and the plan the runner wrote
 (persistent/plan.json).
 """
-import os
 
-from analysis.runfiles import load_json, HOST_NAME
+from analysis.runfiles import HOST_NAME
+from contract.rundir import read_json, HOSTS
+
+PLAN = "persistent/plan.json"   # the runner's plan of the persistent flows: groups of iperf3 streams
 
 PERSISTENT_COLS = ["run_id", "src", "dst", "path_rtt_ms", "stream", "start_s", "seconds", "bytes", "mbps",
                    "share_pct", "retransmits"]
@@ -12,8 +14,8 @@ PERSISTENT_COLS = ["run_id", "src", "dst", "path_rtt_ms", "stream", "start_s", "
 
 def persistent_servers(rundir):
     """(ip, port) of every iperf3 server of the run's persistent flows (persistent/plan.json), or none."""
-    plan = load_json(os.path.join(rundir, "persistent", "plan.json"), {}) or {}
-    hosts = (load_json(os.path.join(rundir, "hosts.json"), {}) or {}).get("hosts", {})
+    plan = read_json(rundir, PLAN, {}) or {}
+    hosts = (read_json(rundir, HOSTS, {}) or {}).get("hosts", {})
     return {(hosts[g["dst"]]["ip"], int(g["port"])) for g in plan.get("groups", []) if g["dst"] in hosts}
 
 
@@ -22,8 +24,8 @@ def persistent_rows(rundir, spec):
     traffic, as iperf3's sender reports it, and its share of the bottleneck in percent (the paper's F16
     unit: 50 flows on 10 Mb/s have about 1.8 % each). A group whose report is missing or broken gives no
     rows; the run's persistent_flows check has already made such a run invalid."""
-    plan = load_json(os.path.join(rundir, "persistent", "plan.json"), {}) or {}
-    paths = (load_json(os.path.join(rundir, "hosts.json"), {}) or {}).get("paths_rtt_ms", {})
+    plan = read_json(rundir, PLAN, {}) or {}
+    paths = (read_json(rundir, HOSTS, {}) or {}).get("paths_rtt_ms", {})
     mbps = float(spec.get("topology", {}).get("bottleneck_mbps") or 0)
     rows = []
     for g in plan.get("groups", []):
@@ -32,7 +34,7 @@ def persistent_rows(rundir, spec):
             raise ValueError(f"{rundir}: persistent/plan.json names hosts {g.get('src')!r}, {g.get('dst')!r}; "
                              f"fix: host names of the topology (a1, b2, ...)")
         try:
-            raw = load_json(os.path.join(rundir, "persistent", f"iperf3-{g['src']}-{g['dst']}.json"))
+            raw = read_json(rundir, f"persistent/iperf3-{g['src']}-{g['dst']}.json", None)
         except ValueError:       # an iperf3 cut off mid-report
             raw = None
         if not isinstance(raw, dict) or "end" not in raw:

@@ -7,7 +7,7 @@ import bisect
 import os
 from collections import Counter
 
-from analysis.runfiles import load_json
+from contract.rundir import read_json, MANIFEST
 
 NSTAT_KEYS = ["TcpExtTCPTimeouts", "TcpExtTCPSynRetrans", "TcpRetransSegs", "TcpExtTCPFastRetrans",
               "TcpExtTCPLossProbes", "TcpExtTCPSpuriousRTOs"]
@@ -26,7 +26,7 @@ def nstat_deltas(rundir):
     if not os.path.isdir(ndir):
         return None
     for fn in sorted(os.listdir(ndir)):
-        d = load_json(os.path.join(ndir, fn), {})
+        d = read_json(ndir, fn, {})
         b, a = _nstat_flat(d.get("before")), _nstat_flat(d.get("after"))
         for k in NSTAT_KEYS:
             tot[k] += int(a.get(k, 0)) - int(b.get(k, 0))
@@ -127,7 +127,7 @@ def steady_state(flows, t0, window):
 def run_t0(rundir, flows):
     """The run's t0 on the testbed clock: manifest.json's t0_unix, else the earliest SYN minus its
     scheduled start (a flow starts at t0 + start_s, late if anything)."""
-    t0 = (load_json(os.path.join(rundir, "manifest.json"), {}) or {}).get("t0_unix")
+    t0 = (read_json(rundir, MANIFEST, {}) or {}).get("t0_unix")
     if t0 is not None:
         return float(t0)
     lead = [f["syn_t"] - f["start_s"] for f in flows if f["seen"] and f["syn_t"] not in (None, "") and f["start_s"] != ""]
