@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from favorlab_testing import unavailable
+from favorlab_testing import CI, unavailable
 
 REPO = Path(__file__).resolve().parent
 FAVORVM = REPO / "testbed" / "vm" / "favorvm"
@@ -58,3 +58,12 @@ def shared_guest():
     yield {**testbed, "provision_log": p.stdout}
     if os.environ.get("FAVORLAB_TEST_KEEP_VM") != "1":
         subprocess.run([str(FAVORVM), "stop", "--name", SHARED_VM], capture_output=True, timeout=300)
+
+
+@pytest.fixture(scope="session")
+def rscript():
+    """Rscript, which the analysis and the bundle tests run: skipped where it is missing, failed under CI,
+    which installs it (scripts/bootstrap)."""
+    if shutil.which("Rscript") is None:
+        unavailable("Rscript missing (apt-get install r-base-core r-cran-data.table r-cran-ggplot2 r-cran-testthat)",
+                    CI)

@@ -7,7 +7,6 @@ import pytest
 
 from analysis import extract as ex
 from analysis.tests import synth
-from favorlab_testing import CI, unavailable
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 # the verdict's rows, one per claim of analysis/claims.yaml in its order (C4b, FaQ against CHOKe, LAS and RuN2C, after C4;
@@ -16,12 +15,7 @@ CLAIM_IDS = [f"C{i}" for i in range(1, 5)] + ["C4b"] + [f"C{i}" for i in range(5
 R_TESTS = sorted((Path(ROOT) / "analysis" / "R" / "tests").glob("test_*.R"))
 
 
-@pytest.fixture(scope="module", autouse=True)
-def rscript():
-    """Every test here runs R: skipped where Rscript is missing, failed under CI, which installs it."""
-    if shutil.which("Rscript") is None:
-        unavailable("Rscript missing (apt-get install r-base-core r-cran-data.table r-cran-ggplot2 r-cran-testthat)",
-                    CI)
+pytestmark = pytest.mark.usefixtures("rscript")
 
 
 def test_r_libraries_define_each_name_once():

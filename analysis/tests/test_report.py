@@ -14,11 +14,15 @@ def _run(tmp_path, rid, tries, valid=True):
     (d / "attempts.json").write_text(json.dumps(tries))
 
 
+def _utc(hour: int, minute: int) -> str:
+    return datetime(2026, 11, 23, hour, minute, tzinfo=timezone.utc).isoformat()
+
+
 def test_summary_counts_attempts_and_sums_every_attempts_wall_time(tmp_path):
-    _run(tmp_path, "a", [{"attempt": 1, "valid": True, "wall_s": 120.0, "started_utc": "2026-11-23T10:00:00+00:00",
+    _run(tmp_path, "a", [{"attempt": 1, "valid": True, "wall_s": 120.0, "started_utc": _utc(10, 0),
                           "favorlab_commit": "0123456789ab"}])
-    _run(tmp_path, "b", [{"attempt": 1, "valid": False, "wall_s": 100.0, "started_utc": "2026-11-23T10:02:00+00:00"},
-                         {"attempt": 2, "valid": True, "wall_s": 140.0, "started_utc": "2026-11-23T10:04:00+00:00"}])
+    _run(tmp_path, "b", [{"attempt": 1, "valid": False, "wall_s": 100.0, "started_utc": _utc(10, 2)},
+                         {"attempt": 2, "valid": True, "wall_s": 140.0, "started_utc": _utc(10, 4)}])
     runs = report.runs_section(str(tmp_path))
     s = report.summary([{"status": "holds"}, {"status": "insufficient data"}], runs)
     assert "valid at the first attempt 1, after retries 1, never 0" in s
