@@ -170,7 +170,7 @@ MAX_FLOWS = 1_000_000
 
 
 def _schedule_problems(r: dict, sec: dict, cfg: dict, source: str, prefix: str, problems: list) -> None:
-    """The section's loads, reverse load, sizes and duration as workloads.schedule checks them (its own
+    """The section's loads, reverse load, sizes and duration as orchestrate.schedule checks them (its own
     functions, so a config that validates makes its schedules), each told at its key's path."""
     from orchestrate import schedule
     from workloads import reference
@@ -339,7 +339,7 @@ def collisions(cfg: dict, source: str) -> list[str]:
                                 schedule.DEFAULT_MSS, p["topology"])
             schedule.parse_sizes(p["sizes"])
         except ValueError as e:
-            out.append(f"{source}: schedule {sched_id}: workloads.schedule would refuse it: {e}. Fix: change the "
-                       f"config value behind that argument.")
+            out.append(f"{source}: schedule {sched_id}: the schedule generator (orchestrate.schedule) would refuse "
+                       f"it: {e}. Fix: change the config value behind that argument.")
     return sorted(set(out))
 
