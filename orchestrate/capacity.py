@@ -25,6 +25,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+from contract import rundir
 from orchestrate import matrix, runspec, testbeds
 from orchestrate.config import ConfigError, read_config, validate
 
@@ -63,7 +64,7 @@ def one_rate(cfg: dict, rate: float, out: Path) -> dict:
     spec = runspec.run_spec(cfg, run)
     d = out / f"rate{rate:g}"
     run_dir = d / "runs" / spec["run_id"]
-    if not (run_dir / "DONE").is_file():
+    if not rundir.is_finished(run_dir):
         d.mkdir(parents=True, exist_ok=True)
         (d / "run.json").write_text(json.dumps(spec, indent=2) + "\n")
         sched = d / "schedule.csv"
@@ -79,8 +80,8 @@ def one_rate(cfg: dict, rate: float, out: Path) -> dict:
 
 
 def summarize(rate: float, load: float, run_dir: Path) -> dict:
-    fid = json.loads((run_dir / "fidelity.json").read_text())
-    cpu = json.loads((run_dir / "cpu.json").read_text()) if (run_dir / "cpu.json").is_file() else {}
+    fid = rundir.read_fidelity(run_dir)
+    cpu = rundir.read_json(run_dir, rundir.CPU, {})
     c = fid["checks"]
     busy = c.get("cpu_busy", {}).get("measured", {})
     lat = c.get("lateness_p99_ms", {}).get("measured")

@@ -22,6 +22,8 @@ import math
 import statistics
 from pathlib import Path
 
+from contract import rundir
+
 # Until a run has been made on this kind of testbed: the median overhead of quick's runs on the TCG guest of a
 # 2-core machine (docs/measurements.md, "The plan's default overhead").
 DEFAULT_OVERHEAD_S = {"local-vm": 42.0}
@@ -31,10 +33,10 @@ def measured(results_root: Path, kind: str) -> dict:
     """Overheads (s) of every attempt made on a testbed of this kind under results_root, and attempts per
     run. Run directories without attempts.json or run.json (older layouts, half-copied) are skipped."""
     overheads, attempts = [], []
-    for rec in sorted(results_root.glob("*/runs/*/attempts.json")):
+    for rec in sorted(results_root.glob(f"*/runs/*/{rundir.ATTEMPTS}")):
         try:
             tries = json.loads(rec.read_text())
-            spec = json.loads((rec.parent / "run.json").read_text())
+            spec = rundir.read_spec(rec.parent)
             traffic = float(spec["duration_s"]) + float(spec.get("drain_s", 0))
         except (OSError, ValueError, KeyError, TypeError):
             continue

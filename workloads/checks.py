@@ -32,6 +32,7 @@ import math
 import statistics
 from pathlib import Path
 
+from contract import rundir
 from contract.schedule import read_schedule
 
 LOAD_TOLERANCE = 0.05
@@ -105,8 +106,8 @@ def accounted(flows, logs: dict[int, dict], duration_s: float) -> dict:
 def check_run(run_dir: str | Path) -> dict:
     """Every workload check of a run directory (run.json, the schedule, flows/client-*.csv)."""
     run_dir = Path(run_dir)
-    spec = json.loads((run_dir / "run.json").read_text())
-    meta, flows = read_schedule(run_dir / spec.get("schedule", "schedule.csv"))
+    spec = rundir.read_spec(run_dir)
+    meta, flows = read_schedule(run_dir / spec.get("schedule", rundir.SCHEDULE))
     logs = read_client_logs(run_dir / "flows")
     cap = float(spec.get("topology", {}).get("bottleneck_mbps") or meta["capacity_mbps"])
     dur = float(spec.get("duration_s") or meta["duration_s"])
