@@ -13,11 +13,11 @@ from __future__ import annotations
 
 import argparse
 import csv
-import json
 import os
 import sys
 
 from analysis.tables.run import run_t0, steady_state
+from contract import rundir as rundir_names
 
 NUMERIC = ("start_s", "syn_t", "done_t", "size_bytes")
 
@@ -48,7 +48,7 @@ def study(results: str, windows: list[float], starts: list[float] | None = None)
                  f"directory (results/<config name>) after its analysis ran")
     for run_id in sorted(os.listdir(tables)):
         rundir = os.path.join(results, "runs", run_id)
-        spec = json.load(open(os.path.join(rundir, "run.json")))
+        spec = rundir_names.read_spec(rundir)
         flows = read_flows(os.path.join(tables, run_id, "flows.csv"))
         t0 = run_t0(rundir, flows)
         dur, mbps = float(spec["duration_s"]), float(spec["topology"]["bottleneck_mbps"])

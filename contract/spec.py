@@ -5,12 +5,14 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from contract import rundir
+
 # A spec's `fidelity` thresholds when it names none: an idle RTT may differ from the configured one by this
 # many ms (plus 2 % of it), and the bottleneck rate probe must read at least this share of the configured rate.
 # The config module fills a spec's `fidelity` from here; the runner falls back on it for a spec without one.
 FIDELITY_DEFAULTS = {"rtt_tolerance_ms": 3.0, "rate_min_share": 0.90}
 # keys of run.json the runner reads with a default when they are absent
-DEFAULTS = {"schedule": "schedule.csv", "workload": {"kind": "web"}, "workload_impl": "python"}
+DEFAULTS = {"schedule": rundir.SCHEDULE, "workload": {"kind": "web"}, "workload_impl": "python"}
 
 
 class SpecError(ValueError):
@@ -110,7 +112,7 @@ def validate(spec: dict) -> dict:
 
 
 def load(run_dir: Path) -> dict:
-    p = Path(run_dir) / "run.json"
+    p = Path(run_dir) / rundir.SPEC
     if not p.is_file():
         raise SpecError(f"{p} does not exist: the controller must put run.json into the run directory")
     try:

@@ -18,7 +18,6 @@ hosts (one per testbed), not for many guests on one small machine.
 from __future__ import annotations
 
 import json
-import math
 import statistics
 from pathlib import Path
 

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import yaml
 
+from contract import rundir
 from contract.sizes import format_sizes
 from orchestrate import matrix, schema
 from orchestrate.matrix import Point
@@ -130,7 +131,7 @@ def run_spec(cfg: dict, run: Point) -> dict:
         "duration_s": sec["duration_s"],
         "warmup_s": sec["warmup_s"],
         "drain_s": sec["drain_s"],
-        "schedule": "schedule.csv",
+        "schedule": rundir.SCHEDULE,
         "workload": sec["workload"],
         "sizes": dict(run.sizes),
         "capture": {"snaplen": sec["capture"]["snaplen"], "points": _capture_points(topo)},

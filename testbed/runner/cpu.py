@@ -8,6 +8,8 @@ import re
 import threading
 from pathlib import Path
 
+from contract import rundir
+
 
 CPU_BUSY_LIMIT = 0.90     # a run whose guest CPU is busier than this ...
 CPU_BUSY_SUSTAINED = 0.10  # ... for more than this share of its samples is invalid
@@ -175,5 +177,5 @@ def record(ctx, cpu: CpuSampler) -> None:
     cpu.join()
     ctx.checks.update(cpu.check())
     merge_ticks(cpu.procs1, proc_ticks())
-    ctx.write_json("cpu.json", dict(cpu_breakdown(cpu.modes0, cpu_modes(), cpu.procs0, cpu.procs1),
+    ctx.write_json(rundir.CPU, dict(cpu_breakdown(cpu.modes0, cpu_modes(), cpu.procs0, cpu.procs1),
                                     mem_total_mib=cpu.mem_total, mem_peak_used_mib=cpu.mem_peak))

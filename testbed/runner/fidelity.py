@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from contract import rundir
+
 
 def favor_counts_check(after: dict) -> dict:
     """Every packet favor queued (favored + standard) left (sent), was pushed out, trimmed by a limit change,
@@ -76,5 +78,5 @@ def write_report(ctx) -> None:
         if not v.get("ok"):
             (warnings if v.get("severity") == "warning" else ctx.reasons).append(
                 f"{k}: configured {v.get('configured')}, measured {v.get('measured')}")
-    ctx.write_json("fidelity.json", {"valid": not ctx.reasons, "reasons": ctx.reasons,
+    ctx.write_json(rundir.FIDELITY, {"valid": not ctx.reasons, "reasons": ctx.reasons,
                                      "warnings": warnings, "checks": ctx.checks})

@@ -9,6 +9,7 @@ import sys
 from datetime import datetime, timezone
 from pathlib import Path
 
+from contract import rundir
 from contract.spec import DEFAULTS
 from testbed.runner.hoststate import loaded_module
 from testbed.runner.processes import out
@@ -38,8 +39,8 @@ def manifest(spec: dict, run_dir: Path) -> dict:
          "iperf3": first_line(out(["iperf3", "--version"])),
          "accel": accel(first_line(out(["systemd-detect-virt"]))),
          "seeds": {"seed": spec.get("seed"), "replication": spec.get("replication")},
-         "sha256": {"run.json": sha256(run_dir / "run.json"),
-                    "schedule.csv": sha256(run_dir / spec.get("schedule", DEFAULTS["schedule"]))}}
+         "sha256": {rundir.SPEC: sha256(run_dir / rundir.SPEC),
+                    rundir.SCHEDULE: sha256(run_dir / spec.get("schedule", DEFAULTS["schedule"]))}}
     try:
         import mininet.net
         m["mininet"] = getattr(mininet.net, "VERSION", "unknown")

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import re
 
-from contract import spec as specmod
+from contract import rundir, spec as specmod
 from testbed.runner import bmv2, hostguard, processes
 
 
@@ -30,7 +30,7 @@ def build(ctx, topomod) -> None:
     if kind == "dumbbell":
         topo = dict(s["topology"], kind="dumbbell")
         ctx.hostsj = dumbbell.hosts_json(topo)
-        (ctx.dir / "hosts.json").write_text(json.dumps(ctx.hostsj, indent=2) + "\n")
+        (ctx.dir / rundir.HOSTS).write_text(json.dumps(ctx.hostsj, indent=2) + "\n")
         with processes.STOPPER.deferred():   # a topology half built is one no net.stop() would find
             ctx.net = dumbbell.build(topo, s["aqm"], log=ctx.log, p4_log=ctx.dir / "log" / "simple_switch.log")
             processes.record_shells(ctx.net)
@@ -40,7 +40,7 @@ def build(ctx, topomod) -> None:
                     tc.run_in(ctx.net.get(node), c)
     else:
         ctx.hostsj = topomod.hosts_json(s["topology"])
-        (ctx.dir / "hosts.json").write_text(json.dumps(ctx.hostsj, indent=2) + "\n")
+        (ctx.dir / rundir.HOSTS).write_text(json.dumps(ctx.hostsj, indent=2) + "\n")
         with processes.STOPPER.deferred():
             ctx.net = topomod.build(s["topology"], s["aqm"], log=ctx.log)
             processes.record_shells(ctx.net)

@@ -11,7 +11,7 @@ import threading
 import time
 from pathlib import Path
 
-from contract import spec as specmod
+from contract import rundir, spec as specmod
 from testbed.runner import (bmv2, captures, cpu, favortrace, fidelity, hostguard, hoststate, longflows,
                             manifest, network, probes, processes, traffic)
 from testbed.runner.context import RunContext
@@ -32,7 +32,7 @@ class Runner:
         SSH channel gone) before the measurement is complete ends the run without DONE after the whole
         tear-down; one that comes later lets it finish (the tear-down ran already; only files are left)."""
         ctx = self.ctx
-        (ctx.dir / "DONE").unlink(missing_ok=True)
+        (ctx.dir / rundir.DONE).unlink(missing_ok=True)
         STOPPER.reason, STOPPER.tearing_down = None, False
         halt = threading.Event()
         if threading.current_thread() is threading.main_thread():
@@ -173,6 +173,6 @@ class Runner:
         fidelity.write_report(ctx)
         ctx.manifest.update(manifest.manifest(ctx.spec, ctx.dir))
         ctx.manifest["end_utc"] = manifest.utc()
-        ctx.write_json("manifest.json", ctx.manifest)
+        ctx.write_json(rundir.MANIFEST, ctx.manifest)
         ctx.log(f"run done, valid={not ctx.reasons}")
-        (ctx.dir / "DONE").write_text(manifest.utc() + "\n")
+        (ctx.dir / rundir.DONE).write_text(manifest.utc() + "\n")

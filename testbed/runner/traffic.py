@@ -8,6 +8,7 @@ import sys
 import time
 from pathlib import Path
 
+from contract import rundir
 from contract.sizes import format_sizes
 from contract.spec import DEFAULTS
 from testbed.runner import processes
@@ -57,7 +58,7 @@ def client_cmd(ctx) -> list[str]:
 def start_servers(ctx) -> None:
     for h in server_hosts(ctx):
         ctx.procs[f"server-{h}"] = processes.popen(
-            workload_cmd("server", ctx.spec) + ["--host", h, "--hosts", str(ctx.dir / "hosts.json"),
+            workload_cmd("server", ctx.spec) + ["--host", h, "--hosts", str(ctx.dir / rundir.HOSTS),
              "--port", str(ctx.hostsj["port"]), "--log", str(ctx.dir / "flows" / f"server-{h}.csv")], ctx.net.get(h),
             cwd=REPO, cgroup=ctx.cgroup_path(),
             stdout=(ctx.dir / "log" / f"server-{h}.out").open("w"), stderr=subprocess.STDOUT)
@@ -102,7 +103,7 @@ def start_clients(ctx, t0: float, stop_at: float) -> dict:
         clients[h] = processes.popen(
             ["nice", "-n", str(CLIENT_NICE)] + workload_cmd("client", s) + ["--schedule",
              str(ctx.dir / s.get("schedule", DEFAULTS["schedule"])), "--host", h,
-             "--hosts", str(ctx.dir / "hosts.json"), "--t0", f"{t0:.6f}",
+             "--hosts", str(ctx.dir / rundir.HOSTS), "--t0", f"{t0:.6f}",
              "--log", str(ctx.dir / "flows" / f"client-{h}.csv"),
              "--stop-at", f"{stop_at:.6f}"], ctx.net.get(h), cwd=REPO, cgroup=ctx.cgroup_path(),
             stdout=(ctx.dir / "log" / f"client-{h}.out").open("w"), stderr=subprocess.STDOUT)
@@ -132,7 +133,7 @@ def start_reference(ctx, t0: float, stop_at: float) -> subprocess.Popen:
     mss = int(s["topology"].get("mtu", 1500)) - 40
     h = ref["src"]
     p = processes.popen(["nice", "-n", str(CLIENT_NICE), *client_cmd(ctx), "--host", h, "--dst", ref["dst"],
-                         "--hosts", str(ctx.dir / "hosts.json"), "--t0", f"{t0:.6f}", "--stop-at", f"{stop_at:.6f}",
+                         "--hosts", str(ctx.dir / rundir.HOSTS), "--t0", f"{t0:.6f}", "--stop-at", f"{stop_at:.6f}",
                          "--seed", str(s["seed"]), "--sizes", format_sizes(s["sizes"]), "--mss", str(mss),
                          "--log", str(ctx.dir / "flows" / f"client-{h}.csv"),
                          "--schedule-out", str(ctx.dir / "flows" / "reference-schedule.csv")],
