@@ -16,22 +16,13 @@ import pytest
 from orchestrate import remote
 from testbed.runner import hostguard, network, processes
 from testbed.runner.run import Runner
-
+from testbed.tests.procwait import gone
 
 REPO = Path(__file__).resolve().parents[2]
 
 
 def _py(code: str, **kw) -> subprocess.Popen:
     return subprocess.Popen([sys.executable, "-c", code], cwd=REPO, **kw)
-
-
-def _gone(pid: int, within: float = 10.0) -> bool:
-    deadline = time.monotonic() + within
-    while time.monotonic() < deadline:
-        if hostguard.proc_start(pid) is None:     # gone, or a zombie
-            return True
-        time.sleep(0.05)
-    return False
 
 
 def test_log_goes_on_in_its_file_after_stdout_breaks(tmp_path):
@@ -340,4 +331,4 @@ def test_the_ssh_under_a_killed_controller_goes_with_it(tmp_path):
     assert hostguard.proc_start(child) is not None
     parent.send_signal(signal.SIGKILL)
     parent.wait(10)
-    assert _gone(child), "the child outlived its killed parent"
+    assert gone(child), "the child outlived its killed parent"

@@ -13,18 +13,9 @@ import pytest
 
 from orchestrate import remote
 from testbed.runner import hostguard, network
-
+from testbed.tests.procwait import gone
 
 REPO = Path(__file__).resolve().parents[2]
-
-
-def _gone(pid: int, within: float = 10.0) -> bool:
-    deadline = time.monotonic() + within
-    while time.monotonic() < deadline:
-        if hostguard.proc_start(pid) is None:     # gone, or a zombie
-            return True
-        time.sleep(0.05)
-    return False
 
 
 @pytest.fixture
