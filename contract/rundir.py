@@ -26,6 +26,8 @@ CPU = "cpu.json"
 LOG_DIR = "log"
 RUNNER_LOG = "log/runner.log"
 PCAP_DIR = "pcap"
+FAVOR_TRACE = "qdisc/favor-trace.csv"   # sch_favor's per-packet verdicts (qdisc/tools/favor_trace.py)
+PERSISTENT_PLAN = "persistent/plan.json"  # the persistent flows: groups of iperf3 streams, their hosts and start
 DONE = "DONE"               # written last: a directory without it is no run
 PARTIAL = ".partial"        # <run_id>.partial/ while the run is made, renamed to <run_id>/ when complete
 # written by the controller (orchestrate.run_step)

@@ -4,9 +4,8 @@ from iperf3's own sender report (persistent/iperf3-<src>-<dst>.json) and the pla
 """
 
 from analysis.runfiles import HOST_NAME
-from contract.rundir import read_json, HOSTS
+from contract.rundir import read_json, HOSTS, PERSISTENT_PLAN as PLAN
 
-PLAN = "persistent/plan.json"   # the runner's plan of the persistent flows: groups of iperf3 streams
 
 PERSISTENT_COLS = ["run_id", "src", "dst", "path_rtt_ms", "stream", "start_s", "seconds", "bytes", "mbps",
                    "share_pct", "retransmits"]

@@ -8,11 +8,12 @@ import subprocess
 import sys
 from pathlib import Path
 
+from contract import rundir
 from testbed.runner import processes
 from testbed.runner.hoststate import qdisc_stats
 
 
-FAVOR_TRACE = Path("/opt/favorlab/qdisc/tools/favor_trace.py")
+TRACER = Path("/opt/favorlab/qdisc/tools/favor_trace.py")
 
 
 TRACE_PARSE_WAIT_S = 300
@@ -81,16 +82,16 @@ def start(ctx) -> None:
     fwd = ctx.spec["aqm"]["forward"]["kind"]
     if fwd != "favor" or not ctx.spec.get("trace_favor"):
         return
-    if not FAVOR_TRACE.is_file():
-        ctx.checks["favor_trace"] = {"configured": True, "measured": f"not traced: {FAVOR_TRACE} missing",
+    if not TRACER.is_file():
+        ctx.checks["favor_trace"] = {"configured": True, "measured": f"not traced: {TRACER} missing",
                                      "ok": True}
-        ctx.log(f"favor trace: {FAVOR_TRACE} missing, not traced")
+        ctx.log(f"favor trace: {TRACER} missing, not traced")
         return
     if not any(h["aqm"] for h in ctx.hostsj.get("hops", [{"aqm": True}])):
         return     # a chain with aqm_hops [] has no favor queue to trace
     bneck = ctx.hostsj["bottleneck"]    # the dumbbell's rl-eth1; the chain's first AQM hop (r0-next)
-    ctx.procs["trace"] = processes.popen([sys.executable, str(FAVOR_TRACE), "--out",
-                                          str(ctx.dir / "qdisc" / "favor-trace.csv"), "--dev", bneck["intf"]],
+    ctx.procs["trace"] = processes.popen([sys.executable, str(TRACER), "--out",
+                                          str(ctx.dir / rundir.FAVOR_TRACE), "--dev", bneck["intf"]],
                                          ctx.net.get(bneck["node"]),
                                          stdout=(ctx.dir / "log" / "favor-trace.out").open("w"),
                                          stderr=subprocess.STDOUT)
@@ -106,11 +107,11 @@ def stop(ctx) -> None:
     ctx.write_json("qdisc/trace-stop.json", ctx.qdisc_at_trace_stop)
     # the recorder parses the whole trace after the signal (outside the measured window): give it time
     processes.stop(ctx.procs.pop("trace"), signal.SIGINT, wait=TRACE_PARSE_WAIT_S)
-    ctx.checks["favor_trace"] = trace_check(ctx.dir / "qdisc" / "favor-trace.csv")
+    ctx.checks["favor_trace"] = trace_check(ctx.dir / rundir.FAVOR_TRACE)
 
 
 def counts_check(ctx, qdisc_after: dict) -> dict:
     """trace_counts_check of the queue the recorder traced (no trace file: no check)."""
     bneck = ctx.hostsj["bottleneck"]
-    return trace_counts_check(ctx.dir / "qdisc" / "favor-trace.csv", ctx.qdisc_before, qdisc_after,
+    return trace_counts_check(ctx.dir / rundir.FAVOR_TRACE, ctx.qdisc_before, qdisc_after,
                               bneck["node"], bneck["intf"], ctx.qdisc_at_trace_stop)

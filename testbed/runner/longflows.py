@@ -6,6 +6,7 @@ import subprocess
 import time
 from pathlib import Path
 
+from contract import rundir
 from testbed.runner import processes
 
 
@@ -20,7 +21,7 @@ def start_persistent(ctx, t0: float) -> None:
     groups = persistent.persistent_plan(ips, ctx.spec["duration_s"], int(w["flows"]), float(w["start_s"]))
     d = ctx.dir / "persistent"
     d.mkdir(exist_ok=True)
-    ctx.write_json("persistent/plan.json", {"flows": w["flows"], "start_s": w["start_s"], "t0_unix": t0,
+    ctx.write_json(rundir.PERSISTENT_PLAN, {"flows": w["flows"], "start_s": w["start_s"], "t0_unix": t0,
                                             "groups": [vars(g) for g in groups]})
     ctx.persistent = groups
     start_iperf3_groups(ctx, groups, t0, d, "iperf3")

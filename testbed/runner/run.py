@@ -81,7 +81,7 @@ class Runner:
         """A run stopped because its controller is gone is never copied back: its captures and favor trace
         (nearly all its disk) go now, its logs stay for whoever looks on the host."""
         shutil.rmtree(self.ctx.dir / "pcap", ignore_errors=True)
-        (self.ctx.dir / "qdisc" / "favor-trace.csv").unlink(missing_ok=True)
+        (self.ctx.dir / rundir.FAVOR_TRACE).unlink(missing_ok=True)
 
     def setup(self):
         ctx = self.ctx

@@ -233,7 +233,7 @@ def test_chain_run_has_its_routers_one_server_one_client_and_traces_hop_1(tmp_pa
     monkeypatch.setattr(processes, "popen", lambda argv, node=None, **kw: started.append((argv, node)) or object())
     trace = tmp_path / "favor_trace.py"
     trace.write_text("")
-    monkeypatch.setattr(favortrace, "FAVOR_TRACE", trace)
+    monkeypatch.setattr(favortrace, "TRACER", trace)
     favortrace.start(r)
     (argv, node), = started
     assert node == "r0" and argv[argv.index("--dev") + 1] == "r0-next"     # hop 1's forward queue
