@@ -32,7 +32,8 @@ def test_python_files_of_the_controller_runner_and_analysis_hold_at_most_500_lin
 
 
 def test_no_dated_or_ci_history_line_outside_the_measurements_page():
-    r = subprocess.run(["git", "grep", "-nE", r"CI saw|20[0-9]{2}-[01][0-9]-[0-3][0-9]"], cwd=ROOT,
+    # "CI[ ]saw": the pattern written so that this line does not match it
+    r = subprocess.run(["git", "grep", "-nE", r"CI[ ]saw|20[0-9]{2}-[01][0-9]-[0-3][0-9]"], cwd=ROOT,
                        capture_output=True, text=True)
     found = [line for line in r.stdout.splitlines()
              if not line.startswith(DATED_OK) and not line.split(":", 1)[0].endswith(DATED_OK_SUFFIXES)]
