@@ -42,7 +42,16 @@ def run_dir(tmp_path_factory):
 def test_check_run_on_a_real_replay(run_dir):
     res = checks.check_run(run_dir)
     ol = res["offered_load"]
-    assert ol["configured"] == 0.3 and ol["ok"] and ol["measured"] == pytest.approx(ol["scheduled"], rel=1e-9)
+    assert ol["configured"] == 0.3 and ol["ok"] and ol["measured"] <= ol["scheduled"]
+    # A flow scheduled inside the 4 s window that the (shared) machine started only after its end is not
+    # offered in it (test_flows_opened_after_the_window_fail_the_offered_load holds that rule exactly);
+    # when every flow started inside the window, the measured load is the scheduled one.
+    logs = checks.read_client_logs(run_dir / "flows")
+    started_after = [f.flow_id for f in read_schedule(run_dir / "schedule.csv")[1]
+                     if f.direction == "forward" and f.start_s < 4
+                     and float(logs[f.flow_id]["actual_start_s"] or "inf") >= 4]
+    if not started_after:
+        assert ol["measured"] == pytest.approx(ol["scheduled"], rel=1e-9)
     assert 0.1 < ol["scheduled"] < 0.6
     assert res["reverse_offered_load"]["ok"]
     lat = res["lateness_p99_ms"]
