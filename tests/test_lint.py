@@ -6,7 +6,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pytest
+from favorlab_testing import CI, unavailable
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -36,7 +36,8 @@ def test_the_shell_scripts_are_found():
 
 def test_shellcheck_finds_nothing():
     if not shutil.which("shellcheck"):
-        pytest.skip("shellcheck is not installed (scripts/bootstrap installs it: apt-packages.txt); the lint did not run")
+        unavailable("shellcheck is not installed (scripts/bootstrap installs it: apt-packages.txt); the lint did not run",
+                    CI)
     r = subprocess.run(["shellcheck", "--format=gcc", *shell_scripts()], cwd=ROOT, capture_output=True, text=True)
     assert r.returncode == 0, r.stdout + r.stderr
 
@@ -45,8 +46,8 @@ def test_ansible_lint_finds_nothing_in_the_roles():
     """ansible-lint (profile basic, .ansible-lint) on ansible/: the roles every testbed is provisioned with."""
     lint = Path(sys.executable).parent / "ansible-lint"
     if not lint.exists():
-        pytest.skip(f"ansible-lint is not installed in {lint.parent} (requirements.txt has it: scripts/bootstrap); "
-                    f"the lint did not run")
+        unavailable(f"ansible-lint is not installed in {lint.parent} (requirements.txt has it: scripts/bootstrap); "
+                    f"the lint did not run", CI)
     r = subprocess.run([str(lint), "--nocolor", "-p", "ansible/"], cwd=ROOT, capture_output=True, text=True,
                        env=dict(os.environ, PATH=f"{lint.parent}:{os.environ.get('PATH', '')}"), timeout=900)
     assert r.returncode == 0, r.stdout[-4000:] + r.stderr[-2000:]

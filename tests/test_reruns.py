@@ -17,6 +17,8 @@ from pathlib import Path
 import pytest
 import yaml
 
+from favorlab_testing import CI, unavailable
+
 REPO = Path(__file__).resolve().parents[1]
 NAME = "reruns"
 # the rerun triggers as ./favorlab gives them (asserted against the wrapper below)
@@ -140,7 +142,7 @@ def test_testbed_changes_that_are_not_experiment_changes_redo_no_run(pipeline):
 
 def test_host_hosts_and_group_are_one_experiment(pipeline, tmp_path):
     if not (Path(sys.executable).parent / "ansible-inventory").exists() and not shutil.which("ansible-inventory"):
-        pytest.skip("ansible-inventory is not installed (scripts/bootstrap installs it)")
+        unavailable("ansible-inventory is not installed (scripts/bootstrap installs it)", CI)
     inv = tmp_path / "hosts.yml"
     inv.write_text(yaml.safe_dump({"all": {"children": {"ssh_hosts": {"hosts": {
         "node0": {"ansible_host": "127.0.0.1"}, "node1": {"ansible_host": "127.0.0.2"}}}}}}))
