@@ -8,7 +8,6 @@ Generates a pcap of --packets TCP packets (unless --pcap is given), reads it wit
 import argparse
 import os
 import shutil
-import struct
 import subprocess
 import tempfile
 import time

@@ -4,8 +4,6 @@ one used, and an interrupted job resumes from the attempts it already has. The t
 same through the real guest."""
 import json
 
-import pytest
-
 from orchestrate import run_step
 
 

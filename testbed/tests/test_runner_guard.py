@@ -16,9 +16,18 @@ import pytest
 from orchestrate import remote
 from testbed.runner import hostguard, network, processes
 from testbed.runner.run import Runner
-from testbed.tests.procwait import gone
 
 REPO = Path(__file__).resolve().parents[2]
+
+
+def gone(pid: int, within: float = 10.0) -> bool:
+    """True once `pid` has exited (or is a zombie) within `within` seconds."""
+    deadline = time.monotonic() + within
+    while time.monotonic() < deadline:
+        if hostguard.proc_start(pid) is None:     # gone, or a zombie
+            return True
+        time.sleep(0.05)
+    return False
 
 
 def _py(code: str, **kw) -> subprocess.Popen:

@@ -13,7 +13,6 @@ import pytest
 
 from orchestrate import remote
 from testbed.runner import hostguard, network
-from testbed.tests.procwait import gone
 
 REPO = Path(__file__).resolve().parents[2]
 
