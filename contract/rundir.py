@@ -23,7 +23,6 @@ MANIFEST = "manifest.json"
 FIDELITY = "fidelity.json"
 HOSTS = "hosts.json"
 CPU = "cpu.json"
-LOG_DIR = "log"
 RUNNER_LOG = "log/runner.log"
 PCAP_DIR = "pcap"
 FAVOR_TRACE = "qdisc/favor-trace.csv"   # sch_favor's per-packet verdicts (qdisc/tools/favor_trace.py)

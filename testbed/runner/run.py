@@ -21,7 +21,7 @@ from testbed.runner.processes import STOPPER
 class Runner:
     def __init__(self, run_dir: Path, lock_wait_s: float | None = None):
         run_dir = Path(run_dir).resolve()
-        log = processes.Log(run_dir / "log" / "runner.log",
+        log = processes.Log(run_dir / rundir.RUNNER_LOG,
                             on_lost=lambda why: STOPPER.request(f"the controller is gone ({why})"))
         self.ctx = RunContext(dir=run_dir, log=log, manifest={"start_utc": manifest.utc()})
         self.lock_wait_s = lock_wait_s
