@@ -29,7 +29,11 @@ FAVOR_TRACE = "qdisc/favor-trace.csv"   # sch_favor's per-packet verdicts (qdisc
 PERSISTENT_PLAN = "persistent/plan.json"  # the persistent flows: groups of iperf3 streams, their hosts and start
 DONE = "DONE"               # written last: a directory without it is no run
 PARTIAL = ".partial"        # <run_id>.partial/ while the run is made, renamed to <run_id>/ when complete
-# written by the controller (orchestrate.run_step)
+# The manifest's phases_s: seconds per phase of the run, in order; this one is the traffic and its drain,
+# every other phase (of the runner and of the controller, in controller.json) is overhead around it
+TRAFFIC_PHASE = "traffic and drain"
+# written by the controller (orchestrate.remote, then orchestrate.run_step): the attempt's wall time and
+# its phases_s (the controller's own, then the runner's from the manifest)
 CONTROLLER = "controller.json"
 ATTEMPTS = "attempts.json"
 ATTEMPTS_DIR = "attempts"

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import subprocess
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -32,6 +33,19 @@ class RunContext:
     # favor's counters when the run starts and as its trace stops (favortrace.trace_counts_check)
     qdisc_before: dict = field(default_factory=dict)
     qdisc_at_trace_stop: dict | None = None
+    # seconds spent in each phase of the run, in order (the manifest's phases_s, which the controller puts
+    # into attempts.json): what the overhead around the traffic is made of
+    phases: dict[str, float] = field(default_factory=dict)
+    _phase: tuple[str, float] | None = None
+
+    def phase(self, name: str | None) -> None:
+        """Ends the phase under way and begins `name` (None: ends it only). Phases follow one another, so
+        a mark at each step's start times the whole run without nesting."""
+        now = time.monotonic()
+        if self._phase is not None:
+            done, since = self._phase
+            self.phases[done] = round(self.phases.get(done, 0.0) + now - since, 2)
+        self._phase = (name, now) if name else None
 
     def is_chain(self) -> bool:
         return self.spec["topology"]["kind"] == "chain"

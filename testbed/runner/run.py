@@ -43,8 +43,10 @@ class Runner:
             ctx.spec = specmod.load(ctx.dir)
             ctx.log(f"run {ctx.spec['run_id']}: {ctx.spec['aqm']['forward']} load {ctx.spec.get('load')} "
                     f"(runner pid {os.getpid()})")
+            ctx.phase("host lock")
             self.lock = hostguard.HostLock()
             self.lock.acquire(ctx.spec["run_id"], hostguard.expected_run_s(ctx.spec), ctx.log, self.lock_wait_s)
+            ctx.phase("clean-up of a run left behind")
             pidfile = hostguard.PidFile()
             hostguard.clean_stale(ctx.log, pidfile)
             pidfile.start(ctx.spec["run_id"], network.root_links(ctx.spec))
@@ -62,7 +64,9 @@ class Runner:
             STOPPER.tearing_down = True
             if failure:
                 ctx.log(failure)
+            ctx.phase("teardown")
             self.teardown()
+            ctx.phase(None)
             halt.set()
         try:
             if ok:
@@ -87,14 +91,20 @@ class Runner:
         ctx = self.ctx
         topomod = network.topology_module(ctx.spec["topology"]["kind"])
         traffic.workload_cmd("client", ctx.spec)   # a missing workload binary fails the run before anything is set up
+        ctx.phase("qdisc modules")
         hoststate.load_qdisc_modules(ctx)
+        ctx.phase("topology up")
         network.build(ctx, topomod)
+        ctx.phase("TCP profile")
         ctx.checks.update(hoststate.apply_tcp(ctx.net, ctx.spec["tcp"], ctx.hostsj["hosts"], ctx.log))
+        ctx.phase("initial RTO program")
         hoststate.attach_initial_rto(ctx)
 
     def measure(self):
         ctx, s = self.ctx, self.ctx.spec
+        ctx.phase("probes")
         probes.probe_fidelity(ctx)
+        ctx.phase("state before")
         for d in ("qdisc", "nstat", "pcap", "flows"):
             (ctx.dir / d).mkdir(exist_ok=True)
         # the state before the traffic
@@ -105,10 +115,13 @@ class Runner:
             ctx.write_json("qdisc/p4-before.json", bmv2.p4_state(ctx.p4))
         ctx.nstat_before = hoststate.nstat(ctx.net, ctx.hostsj["hosts"])
         # the recorders and the receivers, then the senders from a common t0
+        ctx.phase("captures")
         captures.start(ctx)
         favortrace.start(ctx)
+        ctx.phase("servers")
         traffic.start_servers(ctx)
         time.sleep(1.0)
+        ctx.phase("clients' start lead")
         sampler = cpu.CpuSampler()
         t0 = time.time() + traffic.start_lead(ctx)
         stop_at = t0 + s["duration_s"] + s["drain_s"]
@@ -123,8 +136,11 @@ class Runner:
         # CPU samples from 3 s before t0: a longer idle lead must not dilute them
         time.sleep(max(0.0, t0 - 3.0 - time.time()))
         sampler.start()
+        time.sleep(max(0.0, t0 - time.time()))
+        ctx.phase(rundir.TRAFFIC_PHASE)
         # the traffic's end
         traffic.wait_clients(ctx, clients, stop_at)
+        ctx.phase("traffic stop")
         if ctx.is_chain():
             traffic.install_reference_schedule(ctx)
         if ctx.persistent is not None:
@@ -139,6 +155,7 @@ class Runner:
         favortrace.stop(ctx)
         captures.stop(ctx)
         # the state after the traffic, and the checks on it
+        ctx.phase("state after and checks")
         qdisc_after = hoststate.qdisc_stats(ctx.net, ctx.routers())
         ctx.write_json("qdisc/after.json", qdisc_after)
         ctx.checks.update(fidelity.favor_counts_check(qdisc_after))
@@ -170,8 +187,11 @@ class Runner:
 
     def finish(self):
         ctx = self.ctx
+        ctx.phase("fidelity report and manifest")
         fidelity.write_report(ctx)
         ctx.manifest.update(manifest.manifest(ctx.spec, ctx.dir))
+        ctx.phase(None)
+        ctx.manifest["phases_s"] = ctx.phases
         ctx.manifest["end_utc"] = manifest.utc()
         ctx.write_json(rundir.MANIFEST, ctx.manifest)
         ctx.log(f"run done, valid={not ctx.reasons}")

@@ -332,3 +332,18 @@ def test_cross_traffic_is_one_iperf3_flow_per_cross_flow_from_before_t0(tmp_path
     longflows.stop_cross(r, t0 + 1)
     assert r.checks["cross_flows"] == {"configured": 6, "measured": 6, "ok": True}
     assert persistent.IPERF3_PORT_BASE == 5201
+
+
+def test_the_run_times_its_phases_one_after_another(tmp_path):
+    """Each mark ends the phase under way (a phase entered twice adds up) and None ends the last: the
+    manifest's phases_s, which attempts.json and the report's overhead medians are made of."""
+    ctx = RunContext(dir=tmp_path, log=processes.Log(tmp_path / "runner.log"))
+    ctx.phase("topology up")
+    time.sleep(0.05)
+    ctx.phase("probes")
+    time.sleep(0.02)
+    ctx.phase("topology up")
+    ctx.phase(None)
+    ctx.phase(None)                       # nothing under way: nothing added
+    assert list(ctx.phases) == ["topology up", "probes"]
+    assert 0.04 <= ctx.phases["topology up"] < 1 and 0.01 <= ctx.phases["probes"] < 1
