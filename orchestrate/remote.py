@@ -28,6 +28,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import time
 import uuid
 from pathlib import Path
 
@@ -40,6 +41,9 @@ REMOTE_REPO = "/opt/favorlab"
 
 
 EXIT_UNREACHABLE = 255
+# The phase that holds the runner's whole ssh session; orchestrate.run_step puts the runner's own phases
+# (the manifest's phases_s) in its place and what is left of it becomes "runner start and exit".
+RUNNER_PHASE = "runner"
 
 
 class RemoteError(RuntimeError):
@@ -120,6 +124,21 @@ def die_with_parent(sig: int = signal.SIGTERM):
     return preexec
 
 
+# How long a shared SSH connection outlives its last use: long enough to carry the next attempt (the
+# controller of the next run starts within seconds), short enough to be gone soon after a pipeline ends.
+CONTROL_PERSIST_S = 60
+
+
+def control_dir() -> Path:
+    """Where the shared connections' sockets live: a short path (a Unix socket's path has at most 107
+    bytes, and %C adds 40), private to this user."""
+    d = Path("/tmp") / f"favorlab-ssh-{os.getuid()}"
+    d.mkdir(mode=0o700, exist_ok=True)
+    if d.stat().st_uid != os.getuid() or d.stat().st_mode & 0o077:
+        raise RemoteError(f"{d} is not a private directory of this user; remove it (it holds SSH control sockets)")
+    return d
+
+
 class Ssh:
     """ssh/rsync to a testbed host. A login other than root (CloudLab, FABRIC: a user with passwordless
     sudo) runs every command and the remote rsync through sudo, as the runner needs root. ssh_args are
@@ -148,6 +167,12 @@ class Ssh:
         opts += ["-p", str(port), "-o", "BatchMode=yes", "-o", "ServerAliveInterval=15", "-o", "ConnectTimeout=20"]
         if key:
             opts += ["-i", str(key), "-o", "IdentitiesOnly=yes"]
+        # One connection per testbed: every ssh and rsync of an attempt, and those of the next attempts
+        # within CONTROL_PERSIST_S, ride on the first one's. A new connection costs a key exchange, which a
+        # TCG guest's sshd makes slowly (docs/measurements.md, "one SSH connection per testbed").
+        self.fresh_opts = list(opts)
+        opts += ["-o", "ControlMaster=auto", "-o", f"ControlPath={control_dir()}/%C",
+                 "-o", f"ControlPersist={CONTROL_PERSIST_S}"]
         self.opts = opts
 
     def ssh_cmd(self) -> str:
@@ -169,7 +194,8 @@ class Ssh:
         """A fresh `ssh true` succeeds: the host is alive and reachable."""
         self._ready()
         try:
-            return subprocess.run(["ssh", *self.opts, self.dest, "true"], capture_output=True,
+            # its own connection: a shared one to a host that died answers nothing until its keepalives fail
+            return subprocess.run(["ssh", *self.fresh_opts, self.dest, "true"], capture_output=True,
                                   stdin=subprocess.DEVNULL, timeout=timeout,
                                   preexec_fn=die_with_parent()).returncode == 0
         except subprocess.TimeoutExpired:
@@ -264,22 +290,46 @@ def execute(ssh: Ssh, run_dir: Path, spec: Path | None, schedule: Path | None) -
         raise
 
 
+class Phases:
+    """Seconds per phase of the attempt as the controller sees it, in order; each mark ends the phase under
+    way. Written to the run directory's controller.json (phases_s), where orchestrate.run_step adds the
+    runner's own phases and the attempt's wall time."""
+
+    def __init__(self):
+        self.s: dict[str, float] = {}
+        self._at: tuple[str, float] | None = None
+
+    def mark(self, name: str | None) -> None:
+        now = time.monotonic()
+        if self._at:
+            self.s[self._at[0]] = round(now - self._at[1], 2)
+        self._at = (name, now) if name else None
+
+
 def _execute(ssh: Ssh, run_dir: Path, part: Path) -> Path:
     spec = rundir.read_spec(part)
     run_id = spec.get("run_id") or run_dir.name
     remote = remote_dir(run_id)
     print(f"remote: {run_id} -> {ssh.dest}:{remote}", flush=True)
+    phases = Phases()
+    phases.mark("connect and space check")
     if ssh.run(f"rm -rf {shlex.quote(remote)} && mkdir -p {shlex.quote(remote)}"):
         raise RemoteError(f"cannot create {remote} on {ssh.dest} (is the host reachable and provisioned?)")
     check_space(ssh, remote, disk_need_mib(spec))
+    phases.mark("copy in")
     ssh.rsync(f"{part}/{rundir.SPEC}", ssh.at(f"{remote}/"))
     ssh.rsync(f"{part}/{rundir.SCHEDULE}", ssh.at(f"{remote}/"))
     # the runner takes the host's lock (waiting, and saying so, while another controller's run holds it)
+    phases.mark(RUNNER_PHASE)
     rc = ssh.run(f"cd {REMOTE_REPO} && python3 -m testbed.runner --run-dir {shlex.quote(remote)}", stream=True)
+    phases.mark("copy back")
     ssh.rsync(ssh.at(f"{remote}/"), f"{part}/")
+    phases.mark("host clean-up")
     ssh.run(f"rm -rf {shlex.quote(remote)}")
+    phases.mark(None)
     if rc:
         raise RemoteError(f"the runner on {ssh.dest} exited with {rc}; its log is {part}/{rundir.RUNNER_LOG}")
+    atomic.write_json(part / rundir.CONTROLLER, {"phases_s": phases.s})
     # the rename is the last step: once the run directory is visible the job ends at once, so an
     # interruption right after it (slow SSH in a TCG guest took seconds) rarely finds Snakemake's job unfinished
     finalize(run_dir)

@@ -66,14 +66,17 @@ def pending(staging: Path, attempts: int) -> bool:
 
 
 def make_attempts(run_once, spec: dict, staging: Path, attempts: int, log=print, extra=None,
-                  made: list | None = None) -> int:
+                  made: list | None = None, before_s: float = 0.0) -> int:
     """Attempts until one is valid or `attempts` were made; 0 then, or the failing attempt's code.
 
     run_once(spec, dest) makes a complete run directory at dest and returns 0, or fails (non-zero: the
     job fails, and Snakemake's own retry or the user's rerun starts again from the attempts kept).
-    extra(): more fields for each attempt's controller.json (the lease); made: the attempts made here."""
+    extra(): more fields for each attempt's controller.json (the lease); made: the attempts made here;
+    before_s: what the job spent before its first attempt (leasing the testbed, bringing it up), counted in
+    that attempt's phases."""
     staging.mkdir(parents=True, exist_ok=True)
     done = finished_attempts(staging)
+    made_here = 0
     while pending(staging, attempts):
         n = done[-1] + 1 if done else 1
         if done:
@@ -84,13 +87,42 @@ def make_attempts(run_once, spec: dict, staging: Path, attempts: int, log=print,
         if rc != 0:
             return rc
         # the controller's view of the attempt (connect, copy, run, copy back): what a plan's wall time is made of
-        atomic.write_json(staging / str(n) / rundir.CONTROLLER,
-                          {"started_utc": started.isoformat(timespec="seconds"), "wall_s": round(time.monotonic() - t0, 1),
-                           "favorlab_commit": favorlab_commit(), **(extra() if extra else {})})
+        wall = time.monotonic() - t0
+        ctl = staging / str(n) / rundir.CONTROLLER
+        atomic.write_json(ctl, {"started_utc": started.isoformat(timespec="seconds"), "wall_s": round(wall, 1),
+                                "favorlab_commit": favorlab_commit(), **(extra() if extra else {}),
+                                **attempt_phases(staging / str(n), wall, before_s if not made_here else 0.0)})
+        made_here += 1
         done.append(n)
         if made is not None:
             made.append(n)
     return 0
+
+
+def attempt_phases(dest: Path, wall_s: float, before_s: float) -> dict:
+    """controller.json's phases_s for one attempt: the job's lease and bring-up (first attempt only), the
+    controller's phases (orchestrate.remote's, in dest's controller.json) with its runner phase replaced by
+    the runner's own (the manifest's phases_s) and what is left of it, and the start and exit of
+    orchestrate.remote; overhead_s is all of it but the traffic and its drain. An attempt whose files lack
+    them (a runner of older code) records its wall time only."""
+    remote_phases = (atomic.read_json(dest / rundir.CONTROLLER, default={}, what="the controller's phases left out")
+                     or {}).get("phases_s")
+    try:
+        runner_phases = rundir.read_manifest(dest).get("phases_s")
+    except rundir.RunDirError:
+        runner_phases = None
+    if not isinstance(remote_phases, dict) or not isinstance(runner_phases, dict):
+        return {}
+    phases = {"lease and bring-up": round(before_s, 2)} if before_s else {}
+    for name, s in remote_phases.items():
+        if name != remote.RUNNER_PHASE:
+            phases[name] = s
+            continue
+        phases.update(runner_phases)
+        phases["runner start and exit"] = round(max(0.0, s - sum(runner_phases.values())), 2)
+    phases["controller start and exit"] = round(max(0.0, wall_s - sum(remote_phases.values())), 2)
+    traffic = phases.get(rundir.TRAFFIC_PHASE, 0.0)
+    return {"phases_s": phases, "overhead_s": round(sum(phases.values()) - traffic, 1)}
 
 
 def assemble(staging: Path, run_dir: Path, log=print) -> int:
@@ -171,6 +203,7 @@ def main(argv=None) -> int:
                     help="members this pipeline left out (default: results/<config>/testbeds/excluded)")
     a = ap.parse_args(argv)
 
+    job_t0 = time.monotonic()
     members = testbeds.members_of(json.loads(a.testbed))
     run_dir = a.run_dir.resolve()
     staging = run_dir.parent.parent / "attempts" / run_dir.name
@@ -189,7 +222,7 @@ def main(argv=None) -> int:
         return 1
     made: list[int] = []
     try:
-        rc = attempts_under(lease, a, spec, staging, excluded_dir, made, log)
+        rc = attempts_under(lease, a, spec, staging, excluded_dir, made, log, job_t0)
     except KeyboardInterrupt:
         log(f"run: {spec['run_id']} interrupted on {lease.id}; {len(made)} attempt(s) made under this lease kept")
         raise
@@ -207,7 +240,7 @@ def main(argv=None) -> int:
 
 
 def attempts_under(lease: pool.Lease, a, spec: dict, staging: Path, excluded_dir: Path, made: list[int],
-                   log) -> int:
+                   log, job_t0: float) -> int:
     """Bring the leased member up, make the attempts there; 0, or why the job fails (the member left out
     when it is dead)."""
     member = lease.member
@@ -231,7 +264,8 @@ def attempts_under(lease: pool.Lease, a, spec: dict, staging: Path, excluded_dir
             spec_file.unlink(missing_ok=True)
             return rc
         rc = make_attempts(run_once, spec, staging, a.attempts, log=log,
-                           extra=lambda: {"lease": lease.record(t)}, made=made)
+                           extra=lambda: {"lease": lease.record(t)}, made=made,
+                           before_s=time.monotonic() - job_t0)
         failure = f"orchestrate.remote exited with {rc}"
     if rc != 0:
         # the testbed's fault (dead, hung, unreachable) or the run's own? An attempt that came back

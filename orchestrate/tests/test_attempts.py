@@ -89,3 +89,39 @@ def test_a_failing_attempt_fails_the_job_and_keeps_what_came_back(tmp_path):
     assert run_step.run_attempts(flaky, dict(SPEC, run_id="r"), staging, tmp_path / "runs" / "r", 3) == 255
     assert not (tmp_path / "runs" / "r").exists() and run_step.finished_attempts(staging) == [1]
 
+
+
+def test_each_attempt_records_where_its_wall_time_went(tmp_path):
+    """attempts.json carries per attempt the controller's phases with the runner's own in the place of its
+    ssh session, the job's lease and bring-up in its first attempt only, and the overhead: what the report's
+    per-phase medians and the plan's projection read."""
+    def run_once(spec, dest):
+        dest.mkdir(parents=True)
+        (dest / "DONE").write_text("")
+        (dest / "fidelity.json").write_text(json.dumps({"valid": dest.name == "2", "reasons": []}))
+        (dest / "manifest.json").write_text(json.dumps({"phases_s": {"topology up": 4.0, "traffic and drain": 30.0,
+                                                                      "teardown": 1.0}}))
+        (dest / "controller.json").write_text(json.dumps({"phases_s": {"connect and space check": 0.5, "runner": 36.0,
+                                                                        "copy back": 1.5}}))
+        return 0
+    run_dir, staging = tmp_path / "runs" / "r", tmp_path / "st"
+    assert run_step.make_attempts(run_once, dict(SPEC, run_id="r"), staging, 3, before_s=2.5) == 0
+    run_step.assemble(staging, run_dir)
+    first, second = json.loads((run_dir / "attempts.json").read_text())
+    phases = first["phases_s"]
+    assert list(phases)[:5] == ["lease and bring-up", "connect and space check", "topology up", "traffic and drain",
+                                "teardown"]
+    assert phases["lease and bring-up"] == 2.5 and phases["runner start and exit"] == 1.0   # 36 - (4 + 30 + 1)
+    # the stand-in takes a fraction of a second while its controller claims 38 s: never a negative remainder
+    assert phases["controller start and exit"] == 0.0
+    assert first["overhead_s"] == round(sum(phases.values()) - 30.0, 1)
+    assert "lease and bring-up" not in second["phases_s"]
+
+
+def test_an_attempt_without_phase_records_keeps_its_wall_time(tmp_path):
+    """A run directory from a runner that did not time its phases: the attempt keeps wall_s, and no invented
+    phases or overhead."""
+    run_dir, staging = tmp_path / "runs" / "r", tmp_path / "st"
+    assert run_step.run_attempts(fake_testbed([True], []), dict(SPEC, run_id="r"), staging, run_dir, 3) == 0
+    (record,) = json.loads((run_dir / "attempts.json").read_text())
+    assert "wall_s" in record and "phases_s" not in record and "overhead_s" not in record

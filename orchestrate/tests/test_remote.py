@@ -200,3 +200,25 @@ def test_disk_need_grows_with_rate_duration_and_snaplen():
     assert remote.DISK_MARGIN_MIB < n < remote.DISK_MARGIN_MIB + 100          # ~40 MiB of captures at 10 Mb/s
     assert remote.disk_need_mib(dict(base, topology={"bottleneck_mbps": 100})) > n + 300
     assert remote.disk_need_mib(dict(base, capture={"snaplen": 1514})) > n + 300
+
+
+def test_the_controller_times_its_phases_into_the_run_directory(tmp_path):
+    spec, sched = _inputs(tmp_path)
+    run_dir = tmp_path / "runs" / "r1"
+    remote.execute(FakeSsh(tmp_path / "host", runner_ok=True), run_dir, spec, sched)
+    phases = json.loads((run_dir / rundir.CONTROLLER).read_text())["phases_s"]
+    assert list(phases) == ["connect and space check", "copy in", remote.RUNNER_PHASE, "copy back", "host clean-up"]
+    assert all(isinstance(s, float) and s >= 0 for s in phases.values())
+
+
+def test_ssh_shares_one_connection_per_host_but_checks_liveness_on_a_fresh_one(tmp_path):
+    """Every ssh and rsync of the attempts rides on one master connection (ControlMaster, a private socket
+    directory); the liveness check opens its own, so a dead host's stale master cannot answer for it."""
+    ssh = remote.Ssh("192.0.2.7", 2222, "root", key="/k")
+    assert "ControlMaster=auto" in ssh.opts and any(o.startswith("ControlPersist=") for o in ssh.opts)
+    path = next(o.split("=", 1)[1] for o in ssh.opts if o.startswith("ControlPath="))
+    d = Path(path).parent
+    assert d.is_dir() and d.stat().st_mode & 0o077 == 0 and len(path.replace("%C", "x" * 40)) < 100
+    assert "ControlMaster=auto" in ssh.ssh_cmd()                     # rsync's -e
+    assert not any(o.startswith("Control") for o in ssh.fresh_opts)
+    assert "ControlPath" not in " ".join(ssh.common_args)            # Ansible keeps its own
