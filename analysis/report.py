@@ -19,6 +19,7 @@ import re
 import sys
 from collections import Counter
 
+from analysis.overhead import overhead_section
 from contract import rundir
 from orchestrate.provenance import container_image, favorlab_commit
 
@@ -85,6 +86,7 @@ def runs_section(rdir, only=None):
                              wall_s=sum(wall) if len(wall) == len(tries) else None,
                              cpu=rundir.read_json(d, rundir.CPU, None),
                              first_started=min((a["started_utc"] for a in tries if a.get("started_utc")), default=""),
+                             tries=tries,
                              commits=sorted({a["favorlab_commit"] for a in tries if a.get("favorlab_commit")})))
     return rows
 
@@ -427,6 +429,7 @@ def render(results, only=None):
             b = base64.b64encode(fh.read()).decode()
         parts.append(f"<h3 id='{html.escape(f[:-4])}'>{html.escape(f[:-4])}</h3><img alt='{html.escape(f)}' src='data:image/png;base64,{b}'>"
                      + figure_caption(os.path.join(fdir, f[:-4])))
+    parts.append("<h2>Where an attempt's wall time went (attempts.json, phases_s)</h2>" + overhead_section(runs))
     parts.append("<h2>Where the testbed's CPU went (cpu.json, traffic window)</h2>" + cpu_section(runs))
     parts.append("<h2>The testbed kernel's health (kernel log, slab memory, favor's counters and trace)</h2>"
                  + kernel_health_section(runs))

@@ -157,3 +157,14 @@ def test_ranking_section_left_out_with_fewer_than_three_aqms(tmp_path):
 def test_ranking_cell_says_not_ranked_when_an_estimate_has_no_rank():
     r = {"metric": "syn_loss", "estimate": "0.02", "low": "0.01", "high": "0.03", "rank_label": ""}
     assert report.ranking_cell(r) == ("2% [1%, 3%] (not ranked)", False)
+
+
+def test_the_report_gives_the_median_of_each_phase_over_the_attempts():
+    from analysis.overhead import overhead_section, phase_medians
+    tries = [{"phases_s": {"topology up": s, "traffic and drain": 30.0}, "overhead_s": s} for s in (10.0, 12.0, 30.0)]
+    runs = [{"tries": tries[:2]}, {"tries": tries[2:] + [{"attempt": 4, "wall_s": 60}]}]   # one without phases
+    assert phase_medians([t for r in runs for t in r["tries"] if "phases_s" in t]) == \
+        [("topology up", 12.0, 3), ("traffic and drain", 30.0, 3)]
+    html = overhead_section(runs)
+    assert "Median over 3 attempt(s)" in html and "<b>12.0 s</b>, from 10.0 to 30.0 s" in html
+    assert "no attempt recorded" in overhead_section([{"tries": [{"wall_s": 60}]}])
