@@ -1,28 +1,115 @@
-# The 95 % intervals of the verdict, the figures and the ranking: a percentile bootstrap of a statistic.
-# resamples per interval; the tests lower it (options(favorlab.boot_B = 200)) to stay quick
+# The intervals of the verdict, the figures and the ranking (docs/statistics.md says why this method).
+# boot_ci(flows, stat) is the one call: stat maps a flow (or flow pair) table to a numeric vector, and the
+# interval's unit is what is independent in the data. Replications (independent schedules) are; flows of one
+# schedule are not (they share the bottleneck's congestion epochs).
+# resamples per block bootstrap; the tests lower it (options(favorlab.boot_B = 200)) to stay quick
 BOOT_B <- function() getOption("favorlab.boot_B", 1000)
+# From this many replications on, the interval comes from the spread between replications alone.
+MIN_REPLICATIONS <- 5
 
-# With three or more replications the resampling unit is the replication (all flows of one replication's
-# schedules together: replications are independent, flows within one are not); with fewer, flows are
-# resampled within each schedule (load x replication), which keeps each load's weight.
-boot_plan <- function(flows) {
-  replication_of <- as.character(flows$replication)
-  if (length(unique(replication_of)) >= 3)
-    return(list(by_rep = TRUE, groups = split(seq_len(nrow(flows)), replication_of),
-                method = sprintf("bootstrap over %d replications", length(unique(replication_of)))))
-  groups <- split(seq_len(nrow(flows)), paste(flows$load, replication_of))
-  list(by_rep = FALSE, groups = groups, method = sprintf("bootstrap over flows within %d schedule(s)", length(groups)))
+replication_groups <- function(flows) split(seq_len(nrow(flows)), as.character(flows$replication))
+
+# Where a column comes in a pair table as col.a / col.b (pair_flows), side a's copy: both sides replay one
+# schedule, so the start time is the same, and the longer latency of the two sides bounds the epoch.
+flow_col <- function(flows, col) {
+  if (col %in% names(flows)) return(num(flows[[col]]))
+  sides <- intersect(paste0(col, c(".a", ".b")), names(flows))
+  if (!length(sides)) return(NULL)
+  do.call(pmax, lapply(sides, function(s) num(flows[[s]])))
 }
-# Percentile bootstrap of stat(flows) (a numeric vector): list(est, lo, hi, method). stat may return NA on a
-# resample; those are dropped.
-boot_ci <- function(flows, stat, B = BOOT_B(), seed = 2013) {
-  est <- as.numeric(stat(flows))
-  plan <- boot_plan(flows); groups <- plan$groups
-  draw <- if (plan$by_rep) function() unlist(groups[sample.int(length(groups), replace = TRUE)], use.names = FALSE)
-          else function() unlist(lapply(groups, function(rows) rows[sample.int(length(rows), length(rows), replace = TRUE)]),
-                                 use.names = FALSE)
+
+# The block length of the block bootstrap, in seconds of flow start time. Flows whose start times lie
+# further apart than the longer one's latency are never in the bottleneck together, so blocks as long as
+# most flows last (the 90th percentile of latency) hold the flows that share a congestion epoch, and
+# flows of different blocks seldom do. At least 1 s (the schedule's arrivals are seconds apart at low load)
+# and at most a fifth of the shortest schedule's span, so every schedule has five blocks or more to draw.
+block_length_s <- function(start, latency, schedule) {
+  span <- min(vapply(split(start, schedule), function(s) diff(range(s)), 0))
+  epoch <- if (is.null(latency) || all(is.na(latency))) 1 else quantile(latency, 0.9, na.rm = TRUE, names = FALSE)
+  max(min(max(epoch, 1), span / 5), 1e-9)
+}
+
+# Within each schedule (load x replication of a scenario), the flows cut into blocks of start time; without
+# a start time column, a block is one flow. Returns list(blocks: per schedule, a list of row index vectors;
+# what: the method's words).
+start_blocks <- function(flows) {
+  schedule <- paste(if ("scen" %in% names(flows)) flows$scen else "", flows$load, flows$replication)
+  start <- flow_col(flows, "start_s")
+  rows <- seq_len(nrow(flows))
+  if (is.null(start) || anyNA(start))
+    return(list(blocks = lapply(split(rows, schedule), as.list), what = "no start times: blocks of one flow"))
+  len <- block_length_s(start, flow_col(flows, "latency_s"), schedule)
+  blocks <- lapply(split(rows, schedule), function(r) unname(split(r, floor((start[r] - min(start[r])) / len))))
+  list(blocks = blocks, what = sprintf("%.3g s blocks of start time", len))
+}
+
+# The delete-one-replication jackknife of stat, with a t distribution of R - 1 degrees of freedom. Why a
+# jackknife and not a t interval over per-replication values of stat: most claims' statistics are ratios
+# and shares (drop ratio, G, p99), which are biased on one replication's few long flows and undefined where
+# a replication lacks a class of flows; the jackknife keeps the row's estimate (stat on all flows), needs
+# stat only on R - 1 replications together, and for a mean over replications of equal size it is exactly
+# the t interval over the replications' means.
+replication_jackknife <- function(flows, stat, est, level) {
+  groups <- replication_groups(flows)
+  R <- length(groups)
+  leave_out <- vapply(seq_len(R), function(r) as.numeric(stat(flows[unlist(groups[-r], use.names = FALSE)])), est)
+  leave_out <- matrix(leave_out, nrow = length(est))
+  se <- sqrt((R - 1) / R * rowSums((leave_out - rowMeans(leave_out, na.rm = TRUE))^2, na.rm = TRUE))
+  se[rowSums(!is.na(leave_out)) < R] <- NA_real_
+  q <- qt(1 - (1 - level) / 2, R - 1)
+  p_above <- function(x) {
+    t <- (est - x) / se
+    ifelse(is.na(se), NA_real_, ifelse(se > 0, pt(t, R - 1, lower.tail = FALSE), ifelse(est > x, 0, 1)))
+  }
+  list(lo = est - q * se, hi = est + q * se, p_above = p_above, R = R)
+}
+
+# The block bootstrap: each resample draws, within every schedule, as many blocks as it has, with
+# replacement. Percentile interval; p_above(x) is the share of resamples at or below x, with the +1 of
+# Davison & Hinkley (so it is never 0 from B resamples).
+block_bootstrap <- function(flows, stat, est, level, B, seed) {
+  plan <- start_blocks(flows)
+  draw <- function() unlist(lapply(plan$blocks, function(b) b[sample.int(length(b), length(b), replace = TRUE)]),
+                            use.names = FALSE)
   set.seed(seed)
-  resamples <- matrix(vapply(seq_len(B), function(i) as.numeric(stat(flows[draw()])), numeric(length(est))), nrow = length(est))
+  resamples <- matrix(vapply(seq_len(B), function(i) as.numeric(stat(flows[draw()])), est), nrow = length(est))
   quantile_of <- function(p) apply(resamples, 1, function(x) if (all(is.na(x))) NA_real_ else quantile(x, p, na.rm = TRUE, names = FALSE))
-  list(est = est, lo = quantile_of(0.025), hi = quantile_of(0.975), method = plan$method)
+  p_above <- function(x) {
+    x <- rep_len(x, length(est))
+    vapply(seq_along(est), function(i) {
+      r <- resamples[i, ]; r <- r[!is.na(r)]
+      if (!length(r) || is.na(x[i])) NA_real_ else (1 + sum(r <= x[i])) / (length(r) + 1)
+    }, 0)
+  }
+  list(lo = quantile_of((1 - level) / 2), hi = quantile_of(1 - (1 - level) / 2), p_above = p_above,
+       what = plan$what, schedules = sum(lengths(plan$blocks) > 0))
+}
+
+# The interval of stat(flows) at `level`: list(est, lo, hi, method, p_above, one_schedule).
+#  - MIN_REPLICATIONS or more replications: the replication jackknife (t, R - 1 df).
+#  - fewer: a block bootstrap over flow start time within each schedule; it estimates the variation of flows
+#    within the schedules run, not that between schedules. With 2 to 4 replications the interval is the
+#    wider of it and the replication jackknife, so a config that lost a replication never gets a narrower
+#    interval than it would have had; with one replication it cannot be told (one_schedule = TRUE).
+# p_above(x): the one-sided p-value of "the true value is at most x" against "it is above x", per component
+# of stat, by the same method as the interval (so p_above(lo) is (1 - level) / 2 or less).
+# stat may return NA (on a resample or a jackknife subset); those are left out.
+boot_ci <- function(flows, stat, B = BOOT_B(), seed = 2013, level = 0.95) {
+  est <- as.numeric(stat(flows))
+  R <- length(replication_groups(flows))
+  if (R >= MIN_REPLICATIONS) {
+    jk <- replication_jackknife(flows, stat, est, level)
+    return(list(est = est, lo = jk$lo, hi = jk$hi, p_above = jk$p_above, one_schedule = FALSE,
+                method = sprintf("jackknife over %d replications, t %d df", R, R - 1)))
+  }
+  bb <- block_bootstrap(flows, stat, est, level, B, seed)
+  what <- sprintf("block bootstrap over flows within %d schedule(s) (%s)", bb$schedules, bb$what)
+  if (R < 2)
+    return(list(est = est, lo = bb$lo, hi = bb$hi, p_above = bb$p_above, one_schedule = TRUE,
+                method = paste0(what, "; one schedule per load: variation between schedules not estimated")))
+  jk <- replication_jackknife(flows, stat, est, level)
+  wider <- function(a, b, f) ifelse(is.na(a), b, ifelse(is.na(b), a, f(a, b)))
+  list(est = est, lo = wider(bb$lo, jk$lo, pmin), hi = wider(bb$hi, jk$hi, pmax),
+       p_above = function(x) wider(bb$p_above(x), jk$p_above(x), pmax), one_schedule = FALSE,
+       method = sprintf("%s, widened to the jackknife over %d replications (t %d df) where wider", what, R, R - 1))
 }

@@ -6,7 +6,7 @@
 # the measurement window) in valid runs, so each side is judged on exactly the same flows.
 PAIR_COLS <- c("L", "R", "RTO", "FR", "syn_retrans", "syn_drops_bneck", "latency_s", "bneck_in", "bneck_out", "drops",
                "qdelay_mean_s", "goodput_bps", "fav_favored_data", "fav_pushout_victim", "fav_drop_favored",
-               "fav_drop_standard", "run_id")
+               "fav_drop_standard", "start_s", "run_id")
 pair_flows <- function(a, b, by = c("scen", "load", "replication")) {
   cols <- intersect(PAIR_COLS, intersect(names(a), names(b)))
   pairs <- merge(a[, c(by, "flow_id", cols), with = FALSE], b[, c(by, "flow_id", cols), with = FALSE],

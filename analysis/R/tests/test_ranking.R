@@ -156,7 +156,7 @@ test_that("Jain's index of the long flows' goodputs: higher is better; three rep
   expect_equal(val(r, "jain_long", "estimate", "favor"), jain_index(rep(1 / c(1, 1.01, 1.02), each = 60)))   # replication r: 1 + r % slower
   expect_gt(val(r, "jain_long", "estimate", "favor"), 0.9999)
   expect_equal(x$rank[x$aqm == "favor"], 1L)
-  expect_match(x$interval[1], "bootstrap over 3 replications")
+  expect_match(x$interval[1], "jackknife over 3 replications")
   expect_equal(x$flows_counted[1], 3L * 60L)                   # 60 long flows in each of 3 schedules
   L <- rep(c(120, 300), 30); i <- which(rep(c(2, 5, 120, 300), 30) >= 100)
   g <- 8 * L * 1460 / (0.2 + (i %% 5) / 2)
