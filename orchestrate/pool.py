@@ -35,6 +35,10 @@ REPO = Path(__file__).resolve().parents[1]
 # vCPUs share a host core with another guest's is slowed in every run: one guest per 2 host cores.
 CORES_PER_GUEST = 2
 POLL_S = 5.0          # between rounds of non-blocking tries while every member is leased
+# A virtual-clock guest (testbed.clock, testbed/README.md "The virtual clock") is another testbed than a
+# real-clock one: its members are named apart (favorlab-virtual, favorlab-virtual-2, ...), so that a lease,
+# a running guest and its provisioning are never shared between the two clocks.
+VIRTUAL_SUFFIX = "-virtual"
 
 
 class NoTestbedLeft(RuntimeError):
@@ -117,8 +121,11 @@ class Lease:
     def record(self, target: dict | None = None) -> dict:
         """The lease as controller.json keeps it."""
         t = target or {}
-        return {"member": self.id, "kind": self.member.get("kind"), "host": t.get("host"),
-                "port": t.get("port"), "acquired_utc": self.acquired_utc, "released_utc": self.released_utc}
+        rec = {"member": self.id, "kind": self.member.get("kind"), "host": t.get("host"),
+               "port": t.get("port"), "acquired_utc": self.acquired_utc, "released_utc": self.released_utc}
+        if self.member.get("kind") == "local-vm":   # what drove the guest's clock (favorvm --clock)
+            rec["clock"] = self.member.get("clock", "real")
+        return rec
 
     def __enter__(self):
         return self
@@ -215,6 +222,9 @@ class PoolError(ValueError):
 
 def pool_problems(tb: dict, source: str) -> list[str]:
     p = []
+    if tb["kind"] != "local-vm" and tb.get("clock", "real") != "real":
+        p.append(f"{source}: testbed.clock {tb['clock']!r} is for kind 'local-vm' (QEMU guests); a real host's "
+                 f"clock is its own. Fix: remove testbed.clock, or set kind: local-vm.")
     if tb["kind"] == "local-vm":
         for key in ("inventory", "host", "hosts", "group"):
             if key in tb:
@@ -278,7 +288,7 @@ def group_hosts(groups: dict, group: str) -> list[str]:
 
 def expand_pool(tb: dict, source: str = "config", warn=None) -> dict:
     """The testbed section -> {"members": [member, ...], "size": N, "retries": R}; each member is a dict
-    orchestrate.testbeds takes (kind, vm_name or inventory + host, keep_running, p4) with its id
+    orchestrate.testbeds takes (kind, vm_name and clock or inventory + host, keep_running, p4) with its id
     (the VM name, or host@<inventory path hash>). tb: a validated testbed section, its defaults filled in."""
     common = {"keep_running": tb["keep_running"]}
     if tb.get("p4"):
@@ -290,7 +300,9 @@ def expand_pool(tb: dict, source: str = "config", warn=None) -> dict:
             warn(f"{source}: testbed.count {count} is above this machine's {rule} (one guest per "
                  f"{CORES_PER_GUEST} of its {os.cpu_count()} cores): the guests will share CPU, which "
                  f"slows every run, and the fidelity checks (CPU, start lateness) may reject runs.")
-        members = [dict(common, id=n, kind="local-vm", vm_name=n) for n in vm_names(tb["vm_name"], count)]
+        clock = tb.get("clock", "real")
+        base = tb["vm_name"] + (VIRTUAL_SUFFIX if clock == "virtual" else "")
+        members = [dict(common, id=n, kind="local-vm", vm_name=n, clock=clock) for n in vm_names(base, count)]
     else:
         inv = inventory_path(tb["inventory"])
         groups = inventory_groups(inv)

@@ -197,10 +197,16 @@ def playbook_command(playbook: str, inv: str, host: str, extra_vars: dict, *more
 def up(tb: dict, out=None) -> None:
     """Boot (a local guest) and provision the testbed with this checkout's code unless it already is.
     out: a file for the output of favorvm and Ansible (up-all: one per member), else ours."""
-    if tb["kind"] == "local-vm" and not vm_state(tb["vm_name"]).get("running"):
-        log(f"starting the local VM {tb['vm_name']} (first boot builds the guest image)", out)
-        subprocess.run([str(FAVORVM), "start", "--name", tb["vm_name"]], check=True, stdin=subprocess.DEVNULL,
-                       stdout=out, stderr=out)
+    if tb["kind"] == "local-vm":
+        st, clock = vm_state(tb["vm_name"]), tb.get("clock", "real")
+        if st.get("running") and st.get("clock", "real") != clock:
+            raise TestbedError(f"testbed: VM {tb['vm_name']} runs with the {st.get('clock', 'real')} clock and "
+                               f"this config asks for the {clock} one. Fix: stop it (testbed/vm/favorvm stop "
+                               f"--name {tb['vm_name']}) or give the config another testbed.vm_name")
+        if not st.get("running"):
+            log(f"starting the local VM {tb['vm_name']} ({clock} clock; first boot builds the guest image)", out)
+            subprocess.run([str(FAVORVM), "start", "--name", tb["vm_name"], "--clock", clock], check=True,
+                           stdin=subprocess.DEVNULL, stdout=out, stderr=out)
     t = target(tb)
     ssh = connect(t)
     want = code_hash() + ("+p4" if tb.get("p4") else "")

@@ -339,3 +339,64 @@ def test_build_killed_mid_chroot_leaves_the_host_intact():
             time.sleep(0.5)
         fv.remove_tree(work)
     assert _dev_snapshot() == before
+
+
+# ------------------------------------------------------------------ the clock option
+
+def _command(clock, accel="tcg", cpus=1, tmp=Path("/c")):
+    man = {"boot": {"kernel": "vmlinux", "initrd": "initrd.img"}}
+    return fv.qemu_command("n", tmp / "img", man, accel, clock, cpus, 2048, tmp / "o.qcow2", tmp / "c.log", 40001)
+
+
+def test_virtual_clock_reaches_qemus_command_line():
+    """--clock virtual: QEMU counts instructions for the guest's clock, single-threaded, one vCPU; the real
+    clock keeps the multi-threaded TCG (or KVM) command line and has no -icount."""
+    cmd = _command("virtual")
+    i = cmd.index("-icount")
+    assert cmd[i + 1] == "shift=0,sleep=off"
+    assert cmd[cmd.index("-accel") + 1] == "tcg,thread=single" and cmd[cmd.index("-smp") + 1] == "1"
+    real = _command("real", cpus=2)
+    assert "-icount" not in real and real[real.index("-accel") + 1] == "tcg,thread=multi"
+    assert real[real.index("-smp") + 1] == "2"
+    assert "-icount" not in _command("real", accel="kvm", cpus=2)
+    # from the memory on, the same guest: one place builds both
+    assert cmd[cmd.index("-m"):] == real[real.index("-m"):]
+
+
+@pytest.mark.parametrize("accel,cpus", [("kvm", 1), ("tcg", 2)])
+def test_virtual_clock_refuses_what_icount_cannot_run(accel, cpus):
+    with pytest.raises(fv.FavorvmError, match="TCG with 1 vCPU"):
+        _command("virtual", accel=accel, cpus=cpus)
+    with pytest.raises(fv.FavorvmError, match="clock 'fake'"):
+        _command("fake")
+
+
+def test_virtual_clock_has_one_vcpu(monkeypatch):
+    monkeypatch.setenv("FAVORLAB_VM_CPUS", "2")
+    assert fv.vm_cpus("virtual", None) == 1 and fv.vm_cpus("real", None) == 2 and fv.vm_cpus("real", 3) == 3
+    with pytest.raises(fv.FavorvmError, match="1 vCPU"):
+        fv.vm_cpus("virtual", 2)
+
+
+def test_a_running_guest_of_the_other_clock_is_never_reused(tmp_path, monkeypatch):
+    """start on a running guest of the other clock fails naming the fix; a guest whose state has no clock
+    (booted before the option) counts as real."""
+    monkeypatch.setenv("FAVORLAB_CACHE", str(tmp_path))
+    d = tmp_path / "vm" / "run" / "g"
+    d.mkdir(parents=True)
+    st = {"name": "g", "running": True, "pid": 4242, "ssh_port": 1}
+    fv.write_state(d, st)
+    monkeypatch.setattr(fv, "pid_is_ours", lambda pid, overlay: pid == 4242)
+    with pytest.raises(fv.FavorvmError, match=r"running with the real clock, not the virtual.*favorvm stop --name g"):
+        fv.start("g", None, 2048, None, clock="virtual")
+    assert fv.start("g", None, 2048, None, clock="real")["pid"] == 4242      # same clock: only reported
+    fv.write_state(d, dict(st, clock="virtual"))
+    with pytest.raises(fv.FavorvmError, match="running with the virtual clock, not the real"):
+        fv.start("g", None, 2048, None, clock="real")
+    assert fv.start("g", None, 2048, None, clock="virtual")["pid"] == 4242
+
+
+def test_a_virtual_pool_members_name_is_a_valid_vm_name():
+    from orchestrate import pool
+    longest = pool.vm_names("a" * 36 + pool.VIRTUAL_SUFFIX, 64)[-1]
+    assert fv.run_dir(longest).name == longest
