@@ -109,7 +109,10 @@ boot_ci <- function(flows, stat, B = BOOT_B(), seed = 2013, level = 0.95) {
                 method = paste0(what, "; one schedule per load: variation between schedules not estimated")))
   jk <- replication_jackknife(flows, stat, est, level)
   wider <- function(a, b, f) ifelse(is.na(a), b, ifelse(is.na(b), a, f(a, b)))
+  # the p-value of the two nearer to 1/2 rejects in either direction only where both intervals would, so
+  # p_above(lo) and p_above(hi) are those of the wider interval's ends
+  nearer_half <- function(a, b) wider(a, b, function(a, b) ifelse(abs(a - 0.5) <= abs(b - 0.5), a, b))
   list(est = est, lo = wider(bb$lo, jk$lo, pmin), hi = wider(bb$hi, jk$hi, pmax),
-       p_above = function(x) wider(bb$p_above(x), jk$p_above(x), pmax), one_schedule = FALSE,
+       p_above = function(x) nearer_half(bb$p_above(x), jk$p_above(x)), one_schedule = FALSE,
        method = sprintf("%s, widened to the jackknife over %d replications (t %d df) where wider", what, R, R - 1))
 }
