@@ -322,11 +322,12 @@ def ranking_section(fdir):
     parts = ["<p>Per scenario and load, every AQM on the same flows of the same schedules: the forward flows of the "
              "measurement window that finished under every AQM ranked at that load (SYN loss: every window flow seen "
              "under each, finished or not); short flows have fewer than 10 packets, long flows 100 or more; Jain's "
-             "fairness index is over the long flows' goodputs. Each cell is the estimate, its 95 % bootstrap interval "
-             "(over flows within each schedule, or over replications where there are three or more) and the rank "
-             "(1 = best: lowest, highest for goodput and Jain's index). A range such as <b>2-4</b>: the ranks its interval "
-             "allows (from 1 + the AQMs wholly better than it to the last less those wholly worse), so the order within "
-             "an overlapping group is not told apart; in bold where rank 1 is among them. NA: no data (no flow of the class, no bottleneck capture), "
+             "fairness index is over the long flows' goodputs. Each cell is the estimate, its 95 % interval "
+             "(the claims' method, named under each table) and the rank "
+             "(1 = best: lowest, highest for goodput and Jain's index; equal values share the lowest rank). A range such as "
+             "<b>2-4</b>: the 95 % interval of its ranks over paired resamples of the same flows under every AQM; in bold "
+             "where rank 1 is among them. 'not ranked': too few flows for the metric (30 for a mean or ratio, 100 for a "
+             "99th percentile or the SYN loss ratio) or an invalid run, as the notes say. NA: no data (no flow of the class, no bottleneck capture), "
              "never a rank. <code>unfinished</code>: the AQM's window flows that did not finish, left out under every "
              "AQM (figures/ranking.csv has every count).</p>"]
     for (scen, load), rs in groups.items():

@@ -138,13 +138,13 @@ def test_ranking_from_tables(results):
                        cwd=ROOT, capture_output=True, text=True)
     assert r.returncode == 0, r.stderr
     rows = list(csv.DictReader(open(out)))
-    assert list(rows[0]) == ["scenario", "load", "aqm", "aqm_name", "metric", "better", "schedules", "flows_counted", "estimate",
-                             "low", "high", "rank", "rank_best", "rank_worst", "rank_label", "distinct_from_next", "window_flows", "unfinished", "left_out",
-                             "interval", "note"]
+    assert list(rows[0]) == ["scenario", "load", "aqm", "aqm_name", "metric", "better", "schedules", "flows_counted", "min_flows",
+                             "estimate", "low", "high", "interval", "rank", "rank_median", "rank_lo", "rank_hi", "rank_label", "p_first",
+                             "rank_resamples", "rank_method", "window_flows", "unfinished", "left_out", "note"]
     assert len(rows) == 2 * 9 and {x["aqm_name"] for x in rows} == {"DropTail", "FaQ"}
     assert {x["schedules"] for x in rows} == {"1"}
     assert all("replication(s) 1 left out" in x["note"] for x in rows)
-    assert not any(x["rank"] for x in rows)                   # 5 flows: below the minimum of 10, never ranked
+    assert not any(x["rank"] for x in rows)                   # 5 flows: below every metric's minimum (30 or 100), never ranked
     assert report.ranking_section(str(d / "figures")) is None
 
 

@@ -81,8 +81,9 @@ def test_tables_name_the_aqms_as_the_paper_and_the_figures_do():
     assert "Not steady: 1 run(s)</b>: FaQ at load 0.5" in html and "<td>FaQ</td>" in html
 
 
-RANK_COLS = ["scenario", "load", "aqm", "aqm_name", "metric", "better", "schedules", "flows_counted", "estimate", "low", "high",
-             "rank", "rank_best", "rank_worst", "rank_label", "distinct_from_next", "window_flows", "unfinished", "left_out", "interval", "note"]
+RANK_COLS = ["scenario", "load", "aqm", "aqm_name", "metric", "better", "schedules", "flows_counted", "min_flows", "estimate", "low",
+             "high", "interval", "rank", "rank_median", "rank_lo", "rank_hi", "rank_label", "p_first", "rank_resamples", "rank_method",
+             "window_flows", "unfinished", "left_out", "note"]
 
 
 def _ranking(tmp_path, aqms, loads=("0.55", "0.95")):
@@ -102,12 +103,12 @@ def _ranking(tmp_path, aqms, loads=("0.55", "0.95")):
                             window_flows="200", unfinished="3" if a == "choke" else "0", left_out="3",
                             interval="bootstrap over flows within 1 schedule(s)")
                 w.writerow(dict(base, metric="latency_mean_short", flows_counted="97", estimate=e, low=lo, high=hi,
-                                rank=lab.split("-")[0], rank_best=lab.split("-")[0], rank_worst=lab.split("-")[-1],
+                                rank=lab.split("-")[0], rank_lo=lab.split("-")[0], rank_hi=lab.split("-")[-1],
                                 rank_label=lab, note=""))
                 w.writerow(dict(base, metric="latency_mean_long", flows_counted="0", estimate="", low="", high="", rank="",
                                 rank_label="", note="no data (no flow of the class, or no bottleneck capture)"))
                 w.writerow(dict(base, metric="drop_ratio", flows_counted="197", estimate=0.012, low=0.01, high=0.014,
-                                rank="1", rank_best="1", rank_worst=str(len(aqms)), rank_label=f"1-{len(aqms)}", note=""))
+                                rank="1", rank_lo="1", rank_hi=str(len(aqms)), rank_label=f"1-{len(aqms)}", note=""))
     return fdir
 
 

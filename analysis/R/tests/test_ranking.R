@@ -1,9 +1,10 @@
-# The AQM ranking (R/ranking_lib.R) on synthetic tables with known answers: ranks, ties, unfinished flows
-# counted beside, metrics without data, invalid runs, minimum sample, the direction of each metric.
+# The AQM ranking (R/ranking_lib.R) on synthetic tables with known answers: ranks, rank quantiles from paired
+# resamples, ties, unfinished flows counted beside, metrics without data, invalid runs, each metric's minimum
+# sample, the direction of each metric, the note on a buffer that is not the config's.
 options(favorlab.boot_B = 200)
 
 # One run per AQM, load and replication of the Table 1 dumbbell, every run the same n flows (one schedule per
-# load and replication). lat(a, ld, L, i) gives each flow's latency, done(a, ld, i) whether it finished,
+# load and replication, flow i starting at i / 5 s). lat(a, ld, L, i) gives each flow's latency, done(a, ld, i) whether it finished,
 # drops(a, ld, L, i) its drops; flows alternate between 2, 5, 120 and 300 packets unless L is given.
 rank_raw <- function(lat, aqms = c("droptail", "favor", "choke"), loads = 0.85, reps = 0, n = 200,
                      L = rep(c(2, 5, 120, 300), length.out = n), done = function(a, ld, i) rep(TRUE, length(i)),
@@ -17,7 +18,7 @@ rank_raw <- function(lat, aqms = c("droptail", "favor", "choke"), loads = 0.85, 
                              replication = r, bottleneck_mbps = 10, buffer_pkts = 8, valid = as.integer(valid(a, ld, r)), cc = "reno",
                              size_dist = "pareto", size_mean_pkts = 30, dataplane = "kernel")
     T <- lat(a, ld, L, i) * (1 + r / 100); fin <- done(a, ld, i); d <- drops(a, ld, L, i)
-    flows[[id]] <- data.table(run_id = id, flow_id = as.character(i), direction = "forward", in_window = "1", seen = "1",
+    flows[[id]] <- data.table(run_id = id, flow_id = as.character(i), start_s = as.character(i / 5), direction = "forward", in_window = "1", seen = "1",
                               complete = ifelse(fin, "1", "0"), in_metrics = ifelse(fin, "1", "0"), L = as.character(L),
                               size_bytes = as.character(L * 1460), latency_s = ifelse(fin, as.character(T), ""),
                               R = as.character(d), RTO = as.character(pmin(d, 1)), FR = "0", syn_retrans = as.character(syn(a, ld, i)),
@@ -41,8 +42,10 @@ test_that("three AQMs, FaQ clearly fastest: ranks 1, 2, 3 apart, the estimates b
   for (m in c("latency_mean_short", "latency_mean_long", "latency_p99_short", "latency_p99_long")) {
     expect_equal(val(r, m, "rank", "favor"), 1L); expect_equal(val(r, m, "rank", "droptail"), 2L)
     expect_equal(val(r, m, "rank", "choke"), 3L)
+    # every flow is slower under DropTail than under FaQ, and slower still under CHOKe: every resample agrees
     expect_equal(r[metric == m, rank_label], c("2", "1", "3"))
-    expect_equal(r[metric == m, distinct_from_next], c(TRUE, TRUE, NA))
+    expect_equal(r[metric == m, p_first], c(0, 1, 0))
+    expect_equal(r[metric == m, rank_resamples], c(200L, 200L, 200L))
   }
   i <- seq_len(200); L <- rep(c(2, 5, 120, 300), length.out = 200)
   s <- L < 10
@@ -51,37 +54,67 @@ test_that("three AQMs, FaQ clearly fastest: ranks 1, 2, 3 apart, the estimates b
   expect_equal(val(r, "latency_p99_short", "estimate", "favor"), unname(0.5 * quantile(base(0, 0, L, i)[s], 0.99)))
   expect_true(all(r[metric == "latency_mean_short", flows_counted == 100 & window_flows == 100 & unfinished == 0 & left_out == 0]))
   expect_true(all(r$flows_counted[r$metric %in% c("drop_ratio", "rto_ratio", "goodput", "syn_loss")] == 200))
-  expect_match(val(r, "latency_mean_short", "interval", "favor"), "bootstrap over flows within 1 schedule")
+  expect_match(val(r, "latency_mean_short", "interval", "favor"), "block bootstrap over flows within 1 schedule")
+  expect_match(val(r, "latency_mean_short", "rank_method", "favor"), "^200 of 200 paired block resamples within one schedule \\(.* s blocks of start time\\)$")
   lo <- val(r, "latency_mean_short", "low", "favor"); hi <- val(r, "latency_mean_short", "high", "favor")
   expect_true(lo < val(r, "latency_mean_short", "estimate", "favor") && hi > lo)
   # goodput is better higher: the fastest AQM has the most
   expect_equal(r[metric == "goodput", rank], c(2L, 1L, 3L))
   expect_equal(unique(r[metric == "goodput"]$better), "higher")
-  # no drops, no SYN loss anywhere: every AQM at 0, all tied
+  # no drops, no SYN loss anywhere: every AQM at 0, all tied at rank 1 on every resample
   expect_equal(r[metric == "drop_ratio", estimate], c(0, 0, 0))
-  expect_equal(r[metric == "drop_ratio", rank_label], c("1-3", "1-3", "1-3"))
-  expect_equal(r[metric == "syn_loss", rank_label], c("1-3", "1-3", "1-3"))
+  expect_equal(r[metric == "drop_ratio", rank], c(1L, 1L, 1L))
+  expect_equal(r[metric == "drop_ratio", rank_label], c("1", "1", "1"))
+  expect_equal(r[metric == "syn_loss", p_first], c(1, 1, 1))
+  # Jain's index is the same under all three (their goodputs differ by a common factor): tied, though
+  # computed from different numbers
+  expect_equal(r[metric == "jain_long", rank], c(1L, 1L, 1L))
+  expect_equal(r$note, rep("", nrow(r)))
 })
 
-test_that("overlapping intervals share a range of ranks, and only as far as they overlap", {
-  # DropTail and CHOKe nearly equal (1 % apart, far inside their intervals), FaQ clearly faster
-  r <- aqm_ranking(rank_tables(times(c(favor = 0.5, droptail = 1, choke = 1.01))))
+# Each AQM's own noise on every flow (log-normal, sd 0.3, seeded by the AQM): AQMs with the same factor are
+# indistinguishable, however many flows.
+noisy <- function(k) function(a, ld, L, i) {
+  set.seed(match(a, c("droptail", "favor", "choke", "las")))
+  base(a, ld, L, i) * k[[a]] * exp(rnorm(length(i), 0, 0.3))
+}
+
+test_that("indistinguishable AQMs get overlapping rank intervals; a clearly better one ranks 1 on nearly every resample", {
+  r <- aqm_ranking(rank_tables(noisy(c(favor = 0.5, droptail = 1, choke = 1)), n = 400))
+  for (m in c("latency_mean_short", "latency_mean_long")) {
+    x <- r[metric == m]
+    expect_equal(x[aqm == "favor"]$rank_label, "1")
+    expect_gte(x[aqm == "favor"]$p_first, 0.99)
+    # DropTail and CHOKe: each can be second or third
+    expect_equal(x[aqm != "favor"]$rank_label, c("2-3", "2-3"))
+    expect_equal(sort(x[aqm != "favor"]$rank), 2:3)
+    expect_equal(x[aqm != "favor"]$p_first, c(0, 0))
+  }
+  # rank quantiles by hand: four resamples of three AQMs (lower is better); the third ties the first on two
+  v <- rbind(c(1, 2, 1), c(1, 2, 3), c(2, 1, 2), c(1, 3, 1))
+  q <- rank_quantiles(v, "lower", level = 0.5)
+  # ranks per resample: (1 3 1), (1 2 3), (2 1 2), (1 3 1): type 1 quantiles at 0.25, 0.5, 0.75
+  expect_equal(q$rank_lo, c(1L, 1L, 1L)); expect_equal(q$rank_median, c(1L, 2L, 1L)); expect_equal(q$rank_hi, c(1L, 3L, 2L))
+  expect_equal(q$p_first, c(3 / 4, 1 / 4, 2 / 4))
+  expect_equal(q$resamples, 4L)
+  # better higher turns them over; a resample without every AQM's value is left out
+  expect_equal(rank_quantiles(v, "higher", level = 0.5)$rank_median, c(2L, 1L, 1L))
+  expect_equal(rank_quantiles(rbind(v, c(NA, 1, 1)), "lower")$resamples, 4L)
+})
+
+test_that("ties share the lowest rank, never broken by the AQMs' order", {
+  expect_equal(rank_min(c(1, 1, 3), "lower"), c(1L, 1L, 3L))
+  expect_equal(rank_min(c(3, 1, 1), "higher"), c(1L, 2L, 2L))
+  expect_equal(rank_min(c(2, NA, 2), "lower"), c(1L, NA, 1L))
+  expect_equal(rank_min(c(0.1 + 0.2, 0.3), "lower"), c(1L, 1L))          # equal but for the last bits
+  # CHOKe and LAS the same on every flow and faster than DropTail and FaQ: both first on every resample,
+  # though DropTail and FaQ come first in the AQM order; DropTail and FaQ tied behind them
+  r <- aqm_ranking(rank_tables(times(c(favor = 1, droptail = 1, choke = 0.5, las = 0.5)), aqms = c("droptail", "favor", "choke", "las")))
   x <- r[metric == "latency_mean_short"]
-  expect_equal(x$rank, c(2L, 1L, 3L))
-  expect_equal(x$rank_label, c("2-3", "1", "2-3"))
-  expect_equal(x$rank_best, c(2L, 1L, 2L)); expect_equal(x$rank_worst, c(3L, 1L, 3L))
-  expect_equal(x$distinct_from_next, c(FALSE, TRUE, NA))
-  # a chain: A overlaps B, B overlaps C though A and C are apart: A cannot be third, C cannot be first
-  ch <- rank_aqms(c(1, 1.1, 1.2, 3), c(0.95, 1.0, 1.14, 2.9), c(1.05, 1.15, 1.3, 3.1), "lower")
-  expect_equal(ch$rank_label, c("1-2", "1-3", "2-3", "4"))
-  expect_equal(ch$distinct_from_next, c(FALSE, FALSE, TRUE, NA))
-  # the same intervals, better higher: the order and the ranges turn over
-  hi <- rank_aqms(c(1, 1.1, 1.2, 3), c(0.95, 1.0, 1.14, 2.9), c(1.05, 1.15, 1.3, 3.1), "higher")
-  expect_equal(hi$rank_label, c("3-4", "2-4", "2-3", "1"))
-  # an AQM without an interval overlaps every other; the ones with intervals keep theirs between them
-  na <- rank_aqms(c(1, 2, 3), c(0.9, NA, 2.9), c(1.1, NA, 3.1), "lower")
-  expect_equal(na$rank_label, c("1-2", "1-3", "2-3"))
-  expect_equal(rank_aqms(c(0.9, 0.5), c(0.8, 0.4), c(1, 0.6), "higher")$rank, c(1L, 2L))
+  expect_equal(x$aqm, c("droptail", "favor", "choke", "las"))
+  expect_equal(x$rank, c(3L, 3L, 1L, 1L))
+  expect_equal(x$rank_label, c("3", "3", "1", "1"))
+  expect_equal(x$p_first, c(0, 0, 1, 1))
 })
 
 test_that("unfinished flows are counted beside, and left out under every AQM alike", {
@@ -121,8 +154,36 @@ test_that("a metric without data is NA, never ranked; too few flows give no rank
   # 8 flows of each length class: estimates, no rank
   r <- aqm_ranking(rank_tables(times(c(favor = 0.5, droptail = 1, choke = 2)), n = 16))
   x <- r[metric == "latency_mean_short"]
-  expect_true(all(!is.na(x$estimate) & is.na(x$rank)))
-  expect_match(x$note[1], "fewer than 10 flows")
+  expect_true(all(!is.na(x$estimate) & is.na(x$rank) & is.na(x$rank_label) & x$rank_resamples == 0))
+  expect_match(x$note[1], "not ranked: 8 flows, fewer than the 30 this metric needs (a mean or ratio", fixed = TRUE)
+})
+
+test_that("each metric's minimum: a mean from 30 flows, a 99th percentile and the SYN loss ratio from 100", {
+  expect_equal(vapply(RANK_METRICS, `[[`, 0L, "min_n"),
+               c(latency_mean_short = 30L, latency_p99_short = 100L, latency_mean_long = 30L, latency_p99_long = 100L,
+                 drop_ratio = 30L, syn_loss = 100L, rto_ratio = 30L, goodput = 30L, jain_long = 30L))
+  # 99 flows: 50 short, 49 long (mean latencies ranked, p99 not); 99 SYNs: no SYN loss rank
+  r <- aqm_ranking(rank_tables(times(c(favor = 0.5, droptail = 1, choke = 2)), n = 99, L = rep(c(5, 200), length.out = 99)))
+  expect_equal(r[metric == "latency_mean_short"]$rank, c(2L, 1L, 3L))
+  expect_equal(r[metric == "latency_mean_long"]$rank, c(2L, 1L, 3L))
+  for (m in c("latency_p99_short", "latency_p99_long", "syn_loss")) {
+    x <- r[metric == m]
+    expect_true(all(!is.na(x$estimate) & is.na(x$rank)))
+    expect_equal(x$min_flows, rep(100L, 3))
+  }
+  expect_match(r[metric == "latency_p99_short"]$note[1], "not ranked: 50 flows, fewer than the 100 this metric needs (a 99th percentile",
+               fixed = TRUE)
+  expect_match(r[metric == "syn_loss"]$note[1], "99 flows, fewer than the 100")
+  expect_equal(r[metric == "rto_ratio"]$rank, c(1L, 1L, 1L))
+})
+
+test_that("an AQM whose queue is not the config's buffer says so on every row", {
+  r <- aqm_ranking(rank_tables(times(c(favor = 0.5, droptail = 1, cake = 0.7)), aqms = c("droptail", "favor", "cake")))
+  expect_true(all(grepl("its queue is not limited to the config's 8-packet buffer (config/aqms.yaml: cake unlimited", r[aqm == "cake"]$note,
+                        fixed = TRUE)))
+  expect_equal(r[aqm != "cake"]$note, rep("", 2 * length(RANK_METRICS)))
+  expect_equal(r[metric == "latency_mean_short"]$rank, c(3L, 1L, 2L))          # ranked all the same, with the note beside
+  expect_equal(buffer_note(c("red", "fq", "codel", "no-such-aqm"), 8), rep("", 4))     # red's limit is the buffer in bytes
 })
 
 test_that("an AQM without a valid run of the load is listed, not ranked; the others are", {
@@ -157,10 +218,15 @@ test_that("Jain's index of the long flows' goodputs: higher is better; three rep
   expect_gt(val(r, "jain_long", "estimate", "favor"), 0.9999)
   expect_equal(x$rank[x$aqm == "favor"], 1L)
   expect_match(x$interval[1], "jackknife over 3 replications")
+  expect_match(x$rank_method[1], "paired resamples of the 3 replications, then of blocks within each")
   expect_equal(x$flows_counted[1], 3L * 60L)                   # 60 long flows in each of 3 schedules
   L <- rep(c(120, 300), 30); i <- which(rep(c(2, 5, 120, 300), 30) >= 100)
   g <- 8 * L * 1460 / (0.2 + (i %% 5) / 2)
   expect_equal(val(r, "jain_long", "estimate", "droptail"), jain_index(c(g, g / 1.01, g / 1.02)))
+  # five replications: the replications alone, as boot_ci's jackknife
+  x <- aqm_ranking(rank_tables(eq, aqms = c("droptail", "favor"), reps = 0:4, n = 40))[metric == "latency_mean_short"]
+  expect_match(x$interval[1], "jackknife over 5 replications")
+  expect_match(x$rank_method[1], "^200 of 200 paired resamples of the 5 replications$")
 })
 
 test_that("nothing to rank with one AQM; no runs, no rows", {
