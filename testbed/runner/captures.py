@@ -62,8 +62,20 @@ def start(ctx) -> None:
             ["tcpdump", "-i", intf, "-s", snap, "-B", "16384", "-n", "-w",
              str(ctx.dir / "pcap" / f"{name}.pcap"), flt], ctx.net.get(node),
             stdout=subprocess.DEVNULL, stderr=(ctx.dir / "log" / f"tcpdump-{name}.err").open("w"))
-    time.sleep(1.0)
-    ctx.log(f"captures started: {', '.join(points)}")
+    waited = wait_listening([ctx.dir / "log" / f"tcpdump-{name}.err" for name in points])
+    ctx.log(f"captures started: {', '.join(points)} (listening after {waited:.2f} s)")
+
+
+def wait_listening(errs: list[Path], timeout_s: float = 5.0) -> float:
+    """Seconds until every tcpdump says on stderr that its capture is open ("listening on"), at most
+    timeout_s: a fixed wait was either too long (a second of every run) or, on a loaded host, too short. A
+    capture that never says so is not an error here: its file and error log tell in the checks after."""
+    t = time.monotonic()
+    while time.monotonic() - t < timeout_s:
+        if all(e.is_file() and "listening on" in e.read_text(errors="replace") for e in errs):
+            break
+        time.sleep(0.05)
+    return time.monotonic() - t
 
 
 def stop(ctx) -> None:

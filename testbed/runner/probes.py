@@ -56,8 +56,7 @@ def probe_rate_once(net, hostsj, offered: float, log, src: str = "a1",
     loss %), read at the receiver."""
     srv = processes.popen(["iperf3", "-s", "-1", "-p", "5201"], net.get(dst),
                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    time.sleep(1.0)
-    txt = ""
+    wait_tcp_listening(net.get(dst), 5201)
     try:
         txt = out(["iperf3", "-c", hostsj["hosts"][dst]["ip"], "-p", "5201", "-u", "-b",
                    f"{offered:g}M", "-t", "3", "-l", "1400", "-J"], net.get(src))
@@ -74,6 +73,17 @@ def probe_rate_once(net, hostsj, offered: float, log, src: str = "a1",
         processes.stop(srv)
     # the receiver's rate counts UDP payload; htb counts frames (payload + UDP 8 + IP 20 + Ethernet 14)
     return meas * (1400 + 8 + 20 + 14) / 1400, lost
+
+
+def wait_tcp_listening(node, port: int, timeout_s: float = 3.0) -> float:
+    """Seconds until a TCP socket listens on `port` in node's namespace (ss), at most timeout_s: the probe's
+    client must not knock before its server is up, and a fixed wait cost a second of every probe."""
+    t = time.monotonic()
+    while time.monotonic() - t < timeout_s:
+        if out(["ss", "-Hltn", f"sport = :{port}"], node).strip():
+            break
+        time.sleep(0.05)
+    return time.monotonic() - t
 
 
 def probe_rate(net, hostsj, mbps: float, log, min_share: float = FIDELITY_DEFAULTS["rate_min_share"],

@@ -119,8 +119,8 @@ class Runner:
         captures.start(ctx)
         favortrace.start(ctx)
         ctx.phase("servers")
+        # no wait for them: the clients' start lead (3 s at least) is theirs to come up in
         traffic.start_servers(ctx)
-        time.sleep(1.0)
         ctx.phase("clients' start lead")
         sampler = cpu.CpuSampler()
         t0 = time.time() + traffic.start_lead(ctx)

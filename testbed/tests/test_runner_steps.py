@@ -347,3 +347,24 @@ def test_the_run_times_its_phases_one_after_another(tmp_path):
     ctx.phase(None)                       # nothing under way: nothing added
     assert list(ctx.phases) == ["topology up", "probes"]
     assert 0.04 <= ctx.phases["topology up"] < 1 and 0.01 <= ctx.phases["probes"] < 1
+
+
+def test_captures_are_waited_for_until_each_tcpdump_listens(tmp_path):
+    """The runner goes on as soon as every tcpdump said its capture is open, and no later than the timeout
+    when one never does (its checks after the run tell)."""
+    errs = [tmp_path / "a.err", tmp_path / "b.err"]
+    errs[0].write_text("tcpdump: listening on a1-eth0, link-type EN10MB (Ethernet), snapshot length 128 bytes\n")
+    errs[1].write_text("")
+    assert 0.2 <= captures.wait_listening(errs, timeout_s=0.2) < 1.0
+    errs[1].write_text("tcpdump: listening on rl-eth1, link-type EN10MB (Ethernet), snapshot length 128 bytes\n")
+    assert captures.wait_listening(errs, timeout_s=5.0) < 0.5
+
+
+def test_the_rate_probe_waits_for_its_server_to_listen_and_no_longer():
+    import socket
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+        assert 0.3 <= probes.wait_tcp_listening(None, port, timeout_s=0.3) < 2.0     # bound, not listening
+        s.listen()
+        assert probes.wait_tcp_listening(None, port, timeout_s=5.0) < 1.0
