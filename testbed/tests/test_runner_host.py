@@ -2,6 +2,7 @@
 memory sampling, and starting a process in the run's cgroup."""
 import os
 import shutil
+import shlex
 import struct
 import subprocess
 from pathlib import Path
@@ -213,3 +214,17 @@ def test_popen_in_a_cgroup_moves_the_process_itself_before_it_runs(tmp_path):
     p = processes.popen(["true"], cgroup=tmp_path)
     assert p.wait(timeout=10) == 0
     assert (tmp_path / "cgroup.procs").read_text().split() == [str(p.pid)]
+
+
+def test_a_hosts_tcp_profile_is_one_command_that_sets_and_reads_back():
+    """The whole profile of a host in one shell command: every sysctl, both routes with the initial window,
+    then the values read back in the order apply_tcp reads them."""
+    info = {"intf": "a1-eth0", "ip": "10.0.1.1", "gw": "10.0.1.254"}
+    script = hoststate.tcp_host_script(SPEC["tcp"], info)
+    steps = [shlex.split(c) for c in script.split(" && ")]
+    assert steps[0][:2] == ["sysctl", "-qw"] and \
+        dict(a.split("=", 1) for a in steps[0][2:]) == {k: str(v) for k, v in hoststate.tcp_sysctls(SPEC["tcp"]).items()}
+    assert steps[1][:4] == ["ip", "route", "change", "10.0.1.0/24"] and steps[1][-len(hoststate.route_opts(SPEC["tcp"])):] \
+        == hoststate.route_opts(SPEC["tcp"])
+    assert steps[2][:6] == ["ip", "route", "change", "default", "via", "10.0.1.254"]
+    assert steps[3] == ["sysctl", "-n", *hoststate.tcp_sysctls(SPEC["tcp"]), "net.ipv4.tcp_available_congestion_control"]
