@@ -7,6 +7,7 @@ sender (the host that sent the SYN). flow_id is read from the first 16 payload b
 This module holds the order of an extraction; each table is made by its module in analysis/tables/.
 """
 import argparse
+import hashlib
 import os
 import sys
 
@@ -23,13 +24,20 @@ from analysis.tables.persistent import PERSISTENT_COLS, persistent_servers, pers
 from analysis.tables.run import nstat_deltas, run_row
 
 
+def schedule_sha256(path):
+    """The SHA-256 of the schedule file the run replayed (hex): what makes two runs the same schedule."""
+    with open(path, "rb") as f:
+        return hashlib.sha256(f.read()).hexdigest()
+
+
 def extract(rundir, outdir, write_packets=True):
     if not os.path.exists(os.path.join(rundir, DONE)):
         raise ValueError(f"{rundir}: no DONE file, not a finished run directory (contracts.md 'Run directory')")
     spec = read_json(rundir, SPEC, None)
     if spec is None:
         raise ValueError(f"{rundir}: run.json missing")
-    sched = read_schedule(in_run(rundir, spec.get("schedule", SCHEDULE), "run.json's schedule"))
+    sched_path = in_run(rundir, spec.get("schedule", SCHEDULE), "run.json's schedule")
+    sched = read_schedule(sched_path)
     fid = read_json(rundir, FIDELITY, {"valid": False, "reasons": ["fidelity.json missing"]})
     profile = spec.get("tcp", {}).get("profile", "paper")
     mss = spec.get("topology", {}).get("mtu", 1500) - 40
@@ -60,7 +68,9 @@ def extract(rundir, outdir, write_packets=True):
         write_packets_csv(os.path.join(outdir, "packets.csv.gz"), pairs or [])
     pers = persistent_rows(rundir, spec)
     run.update(persistent_conns=persistent_conns, persistent_streams=len(pers),
-               persistent_share_pct_mean=round(sum(r["share_pct"] for r in pers) / len(pers), 4) if pers else "")
+               persistent_share_pct_mean=round(sum(r["share_pct"] for r in pers) / len(pers), 4) if pers else "",
+               # the schedule's identity: runs are paired flow by flow only when they replayed the same file
+               schedule_sha256=schedule_sha256(sched_path))
     write_csv(os.path.join(outdir, "persistent.csv"), pers, PERSISTENT_COLS)
     write_csv(os.path.join(outdir, "run.csv"), [run], list(run))
     return flows, run

@@ -243,6 +243,21 @@ def test_run_csv_carries_the_scenario_columns(tables, tmp_path):
     assert run_table.scenario(flooded)["flood_x"] == 1.0 and run_table.scenario(flooded) != run_table.scenario(spec)
 
 
+def test_run_csv_names_the_schedule_by_its_file_hash(tables, tmp_path):
+    """schedule_sha256: the SHA-256 of the schedule file the run replayed, so the analysis pairs flows of two
+    runs only when they replayed the same file; one changed byte is another schedule."""
+    import hashlib
+    rundir, run = tables[0], tables[3]
+    with open(os.path.join(rundir, "schedule.csv"), "rb") as f:
+        text = f.read()
+    assert run["schedule_sha256"] == hashlib.sha256(text).hexdigest()
+    other = shutil.copytree(rundir, str(tmp_path / "other"))
+    with open(os.path.join(other, "schedule.csv"), "wb") as f:
+        f.write(text.replace(b"\n", b"\n# another generator\n", 1))
+    _, changed = ex.extract(other, str(tmp_path / "t"), False)
+    assert changed["schedule_sha256"] != run["schedule_sha256"]
+
+
 def test_favored_data_packets_counted_by_pairing_trace_with_bneck_in(tmp_path):
     run = synth.SyntheticRun(str(tmp_path / "r"), trace=True)
     F, S = "favored", "standard"
