@@ -70,7 +70,7 @@ tables_arg <- function(a) read_tables(a$tables, opt_arg("runs"))
 assemble_tables <- function(runs, fl, pers = data.table()) {
   runs <- with_scenario(runs)
   keep <- c("run_id", "aqm", "load", "iw", "profile", "replication", "bottleneck_mbps", "buffer_pkts", "valid",
-            "scenario", "realized_load", SCENARIO_COLS, "scen")
+            "scenario", "realized_load", SCENARIO_COLS, "scen", "schedule_id")
   cols <- unique(intersect(keep, names(runs)))
   if (nrow(fl)) fl <- merge(fl, runs[, cols, with = FALSE], by = "run_id")
   if (nrow(pers)) pers <- merge(pers, runs[, cols, with = FALSE], by = "run_id")
@@ -99,27 +99,35 @@ with_scenario <- function(runs) {
 
 # How a run was measured, where runs that would be pooled disagree on it: the measurement window (warm-up
 # and duration, run.csv's window_start_s/window_end_s) across a scenario, whose loads and replications are
-# pooled, and the schedule's seed within one (scenario, load, replication), whose AQMs are paired flow by
-# flow. Runs made with other settings (a run kept from an earlier version of the config) then form a
-# scenario of their own, its key naming the settings, and are never pooled with the others silently. Where
-# the runs agree the column is empty and the key is the scenario's alone. The chain's runs are paired run by run, not
-# flow by flow: chain_pairs (fig_chain.R) refuses a DropTail/FaQ pair whose seeds or windows differ and says so.
+# pooled, and the schedule within one (scenario, load, replication), whose AQMs are paired flow by flow: its
+# seed and its file's hash (run.csv's schedule_sha256; tables without it say nothing against a hash). Runs
+# made with other settings (a run kept from an earlier version of the config, or a config with another
+# schedule under the same labels) then form a scenario of their own, its key naming the settings, and are
+# never pooled or paired with the others silently. Where the runs agree the column is empty and the key is
+# the scenario's alone. The chain's runs are paired run by run, not flow by flow: chain_pairs (fig_chain.R)
+# refuses a DropTail/FaQ pair whose seeds or windows differ and says so.
+# schedule_id, the schedule a run replayed (seed, window, hash), is what the flows carry for pairing to check
+# (same_schedule, verdict_pairing.R); the chain's is empty: its schedule file is written by its reference
+# user as the flows happen (a closed loop), so its DropTail and FaQ files differ by design.
 with_settings <- function(runs) {
-  runs[, settings := ""]
+  runs[, `:=`(settings = "", schedule_id = "")]
   col <- function(c) if (c %in% names(runs)) fifelse(is.na(runs[[c]]), "", as.character(runs[[c]])) else rep("", nrow(runs))
   if (!nrow(runs)) return(runs)
   runs[, `:=`(.base = scenario_key(.SD), .window = paste0("window ", col("window_start_s"), "-", col("window_end_s"), "s"),
-              .seed = paste0("seed ", col("seed")))]
-  runs[topology == "chain", `:=`(.window = "", .seed = "")]
+              .seed = paste0("seed ", col("seed")), .hash = substr(col("schedule_sha256"), 1, 12))]
+  runs[topology != "chain", schedule_id := paste0(.seed, " ", .window, fifelse(.hash == "", "", paste0(" schedule ", .hash)))]
+  runs[topology == "chain", `:=`(.window = "", .seed = "", .hash = "")]
   runs[, .nw := uniqueN(.window), by = .base]
   runs[.nw > 1, settings := .window]
-  runs[, .ns := uniqueN(.seed), by = c(".base", "settings", intersect(c("load", "replication"), names(runs)))]
+  same_schedule <- c(".base", "settings", intersect(c("load", "replication"), names(runs)))
+  runs[, `:=`(.ns = uniqueN(.seed), .nh = uniqueN(.hash[.hash != ""])), by = same_schedule]
   runs[.ns > 1, settings := trimws(paste(settings, .seed))]
+  runs[.nh > 1, settings := trimws(paste(settings, "schedule", .hash))]
   split <- runs[settings != ""]
   if (nrow(split))
     message(sprintf("runs measured with different settings are not pooled (each set a scenario of its own): %s",
                     paste(sprintf("%s (%s)", split$run_id, split$settings), collapse = ", ")))
-  runs[, c(".base", ".window", ".seed", ".nw", ".ns") := NULL]
+  runs[, c(".base", ".window", ".seed", ".hash", ".nw", ".ns", ".nh") := NULL]
   runs
 }
 
@@ -174,5 +182,6 @@ common_flows <- function(fl) {
   n_aqm <- fl[, .(all = uniqueN(aqm)), by = scen]
   k <- fl[, .(n = uniqueN(aqm)), by = .(scen, load, replication, flow_id)]
   k <- merge(k, n_aqm, by = "scen")[n == all, .(scen, load, replication, flow_id)]
+  same_schedule(fl, c("scen", "load", "replication"), "common_flows")
   merge(fl, k, by = c("scen", "load", "replication", "flow_id"))
 }

@@ -1,13 +1,17 @@
 # Like with like: the flows a claim or a figure compares, paired by schedule, cut to a scope, a sweep or a
 # measurement window, and what of them never finished.
 
-# Flows of a and b (flow tables) paired by schedule: same scenario key, load, replication and flow id.
-# Columns of a get ".a", of b ".b". Only flows present in both are kept: in-metric flows (complete, inside
-# the measurement window) in valid runs, so each side is judged on exactly the same flows.
+# Flows of a and b (flow tables) paired by schedule: same scenario key, load, replication and flow id, and
+# the same schedule (schedule_id: seed, window and schedule file hash; same_schedule refuses pairs of two
+# schedules). Columns of a get ".a", of b ".b". Only flows present in both are kept: in-metric flows
+# (complete, inside the measurement window) in valid runs, so each side is judged on exactly the same flows.
 PAIR_COLS <- c("L", "R", "RTO", "FR", "syn_retrans", "syn_drops_bneck", "latency_s", "bneck_in", "bneck_out", "drops",
                "qdelay_mean_s", "goodput_bps", "fav_favored_data", "fav_pushout_victim", "fav_drop_favored",
                "fav_drop_standard", "start_s", "run_id")
 pair_flows <- function(a, b, by = c("scen", "load", "replication")) {
+  ids <- c(by, "schedule_id", "run_id")
+  same_schedule(rbind(a[, intersect(ids, names(a)), with = FALSE], b[, intersect(ids, names(b)), with = FALSE], fill = TRUE),
+                by, "pair_flows")
   cols <- intersect(PAIR_COLS, intersect(names(a), names(b)))
   pairs <- merge(a[, c(by, "flow_id", cols), with = FALSE], b[, c(by, "flow_id", cols), with = FALSE],
                  by = c(by, "flow_id"), suffixes = c(".a", ".b"))
@@ -15,6 +19,24 @@ pair_flows <- function(a, b, by = c("scen", "load", "replication")) {
   for (col in grep("\\.(a|b)$", names(pairs), value = TRUE)) if (!startsWith(col, "run_id")) set(pairs, j = col, value = num(pairs[[col]]))
   pairs[, L := L.a]
   pairs[]
+}
+# Flows compared flow by flow (paired, or kept where every AQM has them) must be of one schedule in each
+# group `by`: the same flow id in two schedules is two unrelated flows. Where runs of one group replayed
+# different schedules (schedule_id, load.R with_settings) this stops and names them, rather than pairing
+# them or dropping them unsaid. An empty schedule_id (tables without the columns, the chain) is unknown and
+# never refused.
+same_schedule <- function(flows, by, what) {
+  if (!nrow(flows) || !all(c("schedule_id", "run_id", by) %in% names(flows))) return(invisible(TRUE))
+  ids <- unique(flows[!is.na(schedule_id) & schedule_id != "", c(by, "schedule_id", "run_id"), with = FALSE])
+  # seed and window must agree; the file hash where both runs' tables have one
+  ids[, `:=`(.settings = sub(" schedule .*$", "", schedule_id), .hash = sub("^.*schedule ", "", fifelse(grepl(" schedule ", schedule_id), schedule_id, "")))]
+  clash <- ids[, if (uniqueN(.settings) > 1 || uniqueN(.hash[.hash != ""]) > 1) .SD, by = by]
+  if (!nrow(clash)) return(invisible(TRUE))
+  first <- clash[clash[1], on = by]
+  stop(sprintf(paste("%s: runs %s share %s but replayed different schedules (%s), so their flow ids name different flows;",
+                     "fix: analyse each config's results in a tables directory of its own, or rerun with one schedule"),
+               what, paste(first$run_id, collapse = ", "), paste(by, unlist(first[1, by, with = FALSE]), sep = " ", collapse = ", "),
+               paste(unique(first$schedule_id), collapse = " / ")), call. = FALSE)
 }
 # One side of a pair table under the names metrics.R reads (a list: metrics take columns with `$`; no copy).
 pair_side <- function(pairs, which) {
@@ -55,6 +77,7 @@ sweep_schedules <- function(flows, axis) {
   flows <- copy(flows)
   flows[, sweep := scenario_key(.SD, axis)]
   flows[, sched := paste(load, replication)]
+  same_schedule(flows, c("sweep", "load", "replication"), sprintf("the %s sweep", axis))
   values <- flows[, .(n = uniqueN(get(axis))), by = sweep]
   per_schedule <- flows[, .(n = uniqueN(get(axis))), by = .(sweep, sched)]
   keep <- merge(per_schedule, values, by = "sweep")[n.x == n.y & n.y >= 2, .(sweep, sched)]
