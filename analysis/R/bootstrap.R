@@ -29,18 +29,19 @@ block_length_s <- function(start, latency, schedule) {
   max(min(max(epoch, 1), span / 5), 1e-9)
 }
 
-# Within each schedule (load x replication of a scenario), the flows cut into blocks of start time; without
-# a start time column, a block is one flow. Returns list(blocks: per schedule, a list of row index vectors;
-# what: the method's words).
-start_blocks <- function(flows) {
+# Within each schedule (load x replication of a scenario), the flows cut into blocks of start time, or
+# (by_start FALSE, or without a start time column) into blocks of one flow. Returns list(blocks: per
+# schedule, a list of row index vectors; what: the method's words; single: TRUE for blocks of one flow).
+start_blocks <- function(flows, by_start = TRUE) {
   schedule <- paste(if ("scen" %in% names(flows)) flows$scen else "", flows$load, flows$replication)
   start <- flow_col(flows, "start_s")
   rows <- seq_len(nrow(flows))
-  if (is.null(start) || anyNA(start))
-    return(list(blocks = lapply(split(rows, schedule), as.list), what = "no start times: blocks of one flow"))
+  if (!by_start || is.null(start) || anyNA(start))
+    return(list(blocks = lapply(split(rows, schedule), as.list), single = TRUE,
+                what = if (by_start) "no start times: blocks of one flow" else "blocks of one flow"))
   len <- block_length_s(start, flow_col(flows, "latency_s"), schedule)
   blocks <- lapply(split(rows, schedule), function(r) unname(split(r, floor((start[r] - min(start[r])) / len))))
-  list(blocks = blocks, what = sprintf("%.3g s blocks of start time", len))
+  list(blocks = blocks, single = FALSE, what = sprintf("%.3g s blocks of start time", len))
 }
 
 # The delete-one-replication jackknife of stat, with a t distribution of R - 1 degrees of freedom. Why a
@@ -64,11 +65,10 @@ replication_jackknife <- function(flows, stat, est, level) {
   list(lo = est - q * se, hi = est + q * se, p_above = p_above, R = R)
 }
 
-# The block bootstrap: each resample draws, within every schedule, as many blocks as it has, with
-# replacement. Percentile interval; p_above(x) is the share of resamples at or below x, with the +1 of
-# Davison & Hinkley (so it is never 0 from B resamples).
-block_bootstrap <- function(flows, stat, est, level, B, seed) {
-  plan <- start_blocks(flows)
+# The block bootstrap on `plan` (start_blocks): each resample draws, within every schedule, as many blocks
+# as it has, with replacement. Percentile interval; p_above(x) is the share of resamples at or below x, with
+# the +1 of Davison & Hinkley (so it is never 0 from B resamples).
+block_bootstrap <- function(flows, stat, est, level, B, seed, plan) {
   draw <- function() unlist(lapply(plan$blocks, function(b) b[sample.int(length(b), length(b), replace = TRUE)]),
                             use.names = FALSE)
   set.seed(seed)
@@ -81,38 +81,43 @@ block_bootstrap <- function(flows, stat, est, level, B, seed) {
       if (!length(r) || is.na(x[i])) NA_real_ else (1 + sum(r <= x[i])) / (length(r) + 1)
     }, 0)
   }
-  list(lo = quantile_of((1 - level) / 2), hi = quantile_of(1 - (1 - level) / 2), p_above = p_above,
-       what = plan$what, schedules = sum(lengths(plan$blocks) > 0))
+  list(lo = quantile_of((1 - level) / 2), hi = quantile_of(1 - (1 - level) / 2), p_above = p_above)
+}
+
+# The wider of two intervals of one statistic (per component; a side NA where the method gave none). Its
+# p_above takes the p-value of the two nearer to 1/2: it rejects in either direction only where both would,
+# so p_above(lo) and p_above(hi) are those of the wider interval's ends.
+wider_of <- function(a, b) {
+  pick <- function(x, y, f) ifelse(is.na(x), y, ifelse(is.na(y), x, f(x, y)))
+  list(lo = pick(a$lo, b$lo, pmin), hi = pick(a$hi, b$hi, pmax),
+       p_above = function(x) pick(a$p_above(x), b$p_above(x), function(p, q) ifelse(abs(p - 0.5) <= abs(q - 0.5), p, q)))
 }
 
 # The interval of stat(flows) at `level`: list(est, lo, hi, method, p_above, one_schedule).
 #  - MIN_REPLICATIONS or more replications: the replication jackknife (t, R - 1 df).
 #  - fewer: a block bootstrap over flow start time within each schedule; it estimates the variation of flows
-#    within the schedules run, not that between schedules. With 2 to 4 replications the interval is the
-#    wider of it and the replication jackknife, so a config that lost a replication never gets a narrower
-#    interval than it would have had; with one replication it cannot be told (one_schedule = TRUE).
+#    within the schedules run, not that between schedules. It is never narrower than the bootstrap of single
+#    flows: flows that share a congestion epoch are correlated positively, so a narrower block interval is
+#    the noise of a few blocks, not information. With 2 to 4 replications the interval is the wider of it
+#    and the replication jackknife, so a config that lost a replication does not get a narrower interval by
+#    changing method; with one replication the between-schedule variation cannot be told (one_schedule).
 # p_above(x): the one-sided p-value of "the true value is at most x" against "it is above x", per component
 # of stat, by the same method as the interval (so p_above(lo) is (1 - level) / 2 or less).
 # stat may return NA (on a resample or a jackknife subset); those are left out.
 boot_ci <- function(flows, stat, B = BOOT_B(), seed = 2013, level = 0.95) {
   est <- as.numeric(stat(flows))
   R <- length(replication_groups(flows))
-  if (R >= MIN_REPLICATIONS) {
-    jk <- replication_jackknife(flows, stat, est, level)
-    return(list(est = est, lo = jk$lo, hi = jk$hi, p_above = jk$p_above, one_schedule = FALSE,
-                method = sprintf("jackknife over %d replications, t %d df", R, R - 1)))
-  }
-  bb <- block_bootstrap(flows, stat, est, level, B, seed)
-  what <- sprintf("block bootstrap over flows within %d schedule(s) (%s)", bb$schedules, bb$what)
-  if (R < 2)
-    return(list(est = est, lo = bb$lo, hi = bb$hi, p_above = bb$p_above, one_schedule = TRUE,
-                method = paste0(what, "; one schedule per load: variation between schedules not estimated")))
-  jk <- replication_jackknife(flows, stat, est, level)
-  wider <- function(a, b, f) ifelse(is.na(a), b, ifelse(is.na(b), a, f(a, b)))
-  # the p-value of the two nearer to 1/2 rejects in either direction only where both intervals would, so
-  # p_above(lo) and p_above(hi) are those of the wider interval's ends
-  nearer_half <- function(a, b) wider(a, b, function(a, b) ifelse(abs(a - 0.5) <= abs(b - 0.5), a, b))
-  list(est = est, lo = wider(bb$lo, jk$lo, pmin), hi = wider(bb$hi, jk$hi, pmax),
-       p_above = function(x) nearer_half(bb$p_above(x), jk$p_above(x)), one_schedule = FALSE,
-       method = sprintf("%s, widened to the jackknife over %d replications (t %d df) where wider", what, R, R - 1))
+  result <- function(ci, one_schedule, method)
+    list(est = est, lo = ci$lo, hi = ci$hi, p_above = ci$p_above, one_schedule = one_schedule, method = method)
+  if (R >= MIN_REPLICATIONS)
+    return(result(replication_jackknife(flows, stat, est, level), FALSE,
+                  sprintf("jackknife over %d replications, t %d df", R, R - 1)))
+  plan <- start_blocks(flows)
+  ci <- block_bootstrap(flows, stat, est, level, B, seed, plan)
+  if (!plan$single) ci <- wider_of(ci, block_bootstrap(flows, stat, est, level, B, seed, start_blocks(flows, FALSE)))
+  what <- sprintf("block bootstrap over flows within %d schedule(s) (%s%s)", sum(lengths(plan$blocks) > 0), plan$what,
+                  if (plan$single) "" else ", never narrower than with single flows")
+  if (R < 2) return(result(ci, TRUE, paste0(what, "; one schedule per load: variation between schedules not estimated")))
+  result(wider_of(ci, replication_jackknife(flows, stat, est, level)), FALSE,
+         sprintf("%s, widened to the jackknife over %d replications (t %d df) where wider", what, R, R - 1))
 }

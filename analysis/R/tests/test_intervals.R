@@ -111,7 +111,7 @@ test_that("every method honours its level, and p_above agrees with its interval"
   d <- sim_runs(5, 0.2)
   expect_match(boot_ci(d, sim_stat)$method, "jackknife over 5 replications, t 4 df")
   expect_match(boot_ci(d[replication == 0], sim_stat, B = 50)$method,
-               "block bootstrap over flows within 1 schedule\\(s\\) \\([0-9.]+ s blocks of start time\\); .*not estimated")
+               "block bootstrap over flows within 1 schedule\\(s\\) \\([0-9.]+ s blocks of start time, never narrower .*\\); .*not estimated")
 })
 
 test_that("the block is as long as most flows last, at least 1 s, and leaves five blocks per schedule", {
@@ -120,7 +120,10 @@ test_that("the block is as long as most flows last, at least 1 s, and leaves fiv
   expect_equal(block_length_s(start, rep(c(0.5, 3), c(80, 20)), sched), 3)     # 90th percentile of latency
   expect_equal(block_length_s(start, rep(0.2, 100), sched), 1)                  # never below 1 s
   expect_equal(block_length_s(start, rep(20, 100), sched), 6)                   # a fifth of the shorter 30 s schedule
-  # without start times a block is one flow, and the method says so
-  d <- sim_runs(1, 0.2)[, `:=`(start_s.a = NULL, start_s.b = NULL)]
-  expect_match(boot_ci(d, sim_stat, B = 20)$method, "no start times: blocks of one flow")
+  # without start times a block is one flow, and the method says so; with them the interval holds that one
+  d <- sim_runs(1, 0.2)
+  blocks <- boot_ci(d, sim_stat, B = 100)
+  single <- boot_ci(copy(d)[, `:=`(start_s.a = NULL, start_s.b = NULL)], sim_stat, B = 100)
+  expect_match(single$method, "no start times: blocks of one flow")
+  expect_true(all(blocks$lo <= single$lo & blocks$hi >= single$hi))
 })
