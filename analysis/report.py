@@ -389,6 +389,38 @@ def read_run_list(path):
         return {line.strip() for line in f if line.strip()}
 
 
+VERDICT_COLS = ["claim", "what", "scenario", "paper", "ours", "interval", "method", "test", "margin", "n", "min_sample",
+                "status", "realized_load", "steady", "runs", "note"]
+# The interval methods of analysis/R/bootstrap.R, told apart by their method text: what each one estimates
+# and what it does not (docs/statistics.md).
+INTERVAL_METHODS = [
+    (r"^jackknife over \d+ replications", "jackknife over replications (t, R - 1 degrees of freedom)",
+     "carries the variation between schedules"),
+    (r"widened to the jackknife", "block bootstrap over flow start time within each schedule, widened to the "
+     "jackknife over 2-4 replications where wider", "carries the variation between schedules, with few degrees of freedom"),
+    (r"one schedule per load", "block bootstrap over flow start time within one schedule per load",
+     "does <b>not</b> estimate the variation between schedules: another schedule of the same load may give "
+     "another value, so such a row is about the schedule run; its coverage is below 95 % (docs/statistics.md)"),
+]
+
+
+def interval_methods(v):
+    """The verdict header's account of its intervals: each method the rows used (their method column), how
+    many rows, and what it does not estimate."""
+    if not v or "method" not in v[0]:
+        return "<p>Intervals are 95 %; this verdict does not say how each was made (made before rows named their method).</p>"
+    counts, other = Counter(), Counter()
+    for r in v:
+        if not r["method"]:
+            continue
+        kind = next((i for i, (pat, _, _) in enumerate(INTERVAL_METHODS) if re.search(pat, r["method"])), None)
+        (counts if kind is not None else other)[kind if kind is not None else r["method"]] += 1
+    items = [f"<li><b>{n}</b> row(s): {INTERVAL_METHODS[k][1]}: {INTERVAL_METHODS[k][2]}.</li>" for k, n in sorted(counts.items())]
+    items += [f"<li><b>{n}</b> row(s): {html.escape(m)} (the claim's own method).</li>" for m, n in sorted(other.items())]
+    return ("<p>Intervals are two-sided 95 %; each row's <i>method</i> says how its intervals were made "
+            "(docs/statistics.md):</p><ul>" + "".join(items) + "</ul>")
+
+
 def render(results, only=None):
     """The report of results' runs (those named in `only`, the pipeline's run list, when given: run and
     table directories of other runs are left out and counted)."""
@@ -408,10 +440,9 @@ def render(results, only=None):
     parts.append("<h2>The measurement window: unfinished flows (left out of every DropTail/FaQ comparison) and "
                  "steady state</h2>" + unfinished_section(tables))
     parts.append("<h2>Verdict (analysis/claims.yaml; docs/paper-targets.md)</h2>")
-    parts.append("<p>Each claim is judged on one scenario with the test and minimum sample it states; intervals "
-                 "are 95 %. <i>insufficient data</i>: too few flows, or an interval that does not decide.</p>")
-    parts.append(table(v, ["claim", "what", "scenario", "paper", "ours", "interval", "test", "n", "min_sample", "status",
-                           "runs", "note"], "status") if v
+    parts.append("<p>Each claim is judged on one scenario with the test and minimum sample it states. "
+                 "<i>insufficient data</i>: too few flows, or an interval that does not decide.</p>" + interval_methods(v))
+    parts.append(table(v, [c for c in VERDICT_COLS if c in v[0]], "status") if v
                  else "<p>verdict.csv missing: run <code>Rscript analysis/R/verdict.R</code>.</p>")
     rank = ranking_section(os.path.join(results, "figures"))
     if rank:

@@ -169,3 +169,22 @@ def test_the_report_gives_the_median_of_each_phase_over_the_attempts():
     html = overhead_section(runs)
     assert "Median over 3 attempt(s)" in html and "<b>12.0 s</b>, from 10.0 to 30.0 s" in html
     assert "no attempt recorded" in overhead_section([{"tries": [{"wall_s": 60}]}])
+
+
+def test_verdict_header_names_each_interval_method_and_what_it_does_not_estimate():
+    rows = [{"claim": "C3", "method": "jackknife over 5 replications, t 4 df", "margin": "none", "status": "holds"},
+            {"claim": "C4", "method": "jackknife over 6 replications, t 5 df", "status": "holds"},
+            {"claim": "C9", "method": "block bootstrap over flows within 2 schedule(s) (1.5 s blocks of start time); one "
+                                      "schedule per load: variation between schedules not estimated", "status": "holds"},
+            {"claim": "C12", "method": "block bootstrap over flows within 3 schedule(s) (2 s blocks of start time), widened to "
+                                       "the jackknife over 3 replications (t 2 df) where wider", "status": "insufficient data"},
+            {"claim": "C17", "method": "exact Poisson ratio", "status": "holds"},
+            {"claim": "C18", "method": "", "status": "not run"}]
+    h = report.interval_methods(rows)
+    assert "<b>2</b> row(s): jackknife over replications" in h and "carries the variation between schedules." in h
+    assert "<b>1</b> row(s): block bootstrap over flow start time within one schedule per load: does <b>not</b> estimate" in h
+    assert "<b>1</b> row(s): block bootstrap over flow start time within each schedule, widened" in h
+    assert "<b>1</b> row(s): exact Poisson ratio (the claim's own method)" in h
+    assert "each row's <i>method</i> says how its intervals were made" in h and "C18" not in h
+    # a verdict made before rows named their method says that it cannot tell
+    assert "does not say how each was made" in report.interval_methods([{"claim": "C3", "status": "holds"}])
