@@ -4,20 +4,57 @@
 # header). The claims themselves: verdict_baseline.R (Table 1) and verdict_scenarios.R (the others); the
 # flows they compare: verdict_pairing.R.
 
-read_claims <- function(path = file.path(favorlab_R_dir, "..", "claims.yaml")) {
+CLAIMS_YAML <- function() file.path(favorlab_R_dir, "..", "claims.yaml")
+read_claims <- function(path = CLAIMS_YAML()) {
   claims <- yaml::read_yaml(path)$claims
   names(claims) <- vapply(claims, `[[`, "", "id")
   claims
 }
+# The scenario the paper's numbers come from (claims.yaml paper_scenario): run.csv columns and their values.
+read_paper_scenario <- function(path = CLAIMS_YAML()) yaml::read_yaml(path)$paper_scenario
 `%||%` <- function(a, b) if (is.null(a)) b else a
 
-verdict_row <- function(claim, scen, ours, interval, n, status, runs = "", note = "") {
+# One row of the verdict. method: how its intervals were made (bootstrap.R); margin: the claim's margins and
+# bands (claims.yaml), shown beside every decision they enter; used: the run.csv rows the row's numbers come
+# from, whose realized loads and steady-state results the row carries.
+verdict_row <- function(claim, scen, ours, interval, n, status, runs = "", note = "", method = "", used = NULL) {
   data.table(claim = claim$id, what = claim$what, scenario = scen, paper = as.character(claim$paper), ours = ours,
-             interval = interval, test = as.character(claim$test), n = n,
+             interval = interval, method = method, test = as.character(claim$test), margin = margin_text(claim), n = n,
              min_sample = paste(names(claim$min_sample), unlist(claim$min_sample), sep = " ", collapse = ", "),
-             status = status, runs = runs, note = note)
+             status = status, runs = runs, realized_load = realized_load_text(used), steady = steady_text(used), note = note)
 }
 not_run <- function(claim, why) verdict_row(claim, "", "", "", "", NOTRUN, note = why)
+# "name value" for each margin, "target +- tolerance" for each band, "unchanged: |Delta| <= s"
+margin_text <- function(claim) {
+  named <- function(x, f = format) if (is.null(x)) character() else if (is.list(x) || length(x) > 1)
+    sprintf("%s %s", names(x) %||% seq_along(x), vapply(x, f, "")) else f(x)
+  parts <- c(if (!is.null(claim$margin)) paste("margin", paste(named(claim$margin), collapse = ", ")),
+             if (!is.null(claim$target)) sprintf("band %s +- %s", paste(unlist(claim$target), collapse = "/"),
+                                                 paste(unique(unlist(claim$tolerance)), collapse = "/")),
+             if (!is.null(claim$unchanged_s)) sprintf("unchanged |Delta| <= %g s", claim$unchanged_s))
+  paste(parts, collapse = "; ")
+}
+# Per load, the realized load of each run used ("0.25: 0.279 0.279; 0.85: 0.708 0.708").
+realized_load_text <- function(used) {
+  if (is.null(used) || !nrow(used) || !"realized_load" %in% names(used)) return("")
+  by_load <- split(num(used$realized_load), num(used$load))
+  paste(sprintf("%s: %s", names(by_load), vapply(by_load, function(x) paste(ifelse(is.na(x), "NA", sprintf("%.3g", x)), collapse = " "), "")),
+        collapse = "; ")
+}
+# The steady test's result of the runs used (analysis/tables/run.py, steady_state).
+steady_text <- function(used) {
+  if (is.null(used) || !nrow(used) || !"steady" %in% names(used)) return("")
+  unsteady <- used[is.na(num(steady)) | num(steady) != 1]
+  if (!nrow(unsteady)) return(sprintf("all %d steady", nrow(used)))
+  sprintf("%d of %d steady; not steady: %s", nrow(used) - nrow(unsteady), nrow(used), paste(unsteady$run_id, collapse = " "))
+}
+# A steady-state claim's runs: the unsteady ones left out and named (claims.yaml steady_state).
+steady_runs <- function(claim, runs) {
+  if (!isTRUE(claim$steady_state) || !"steady" %in% names(runs)) return(list(runs = runs, note = ""))
+  unsteady <- runs[!is.na(num(steady)) & num(steady) == 0]
+  list(runs = runs[!run_id %in% unsteady$run_id],
+       note = if (nrow(unsteady)) sprintf("left out, not steady (a steady-state claim): %s", paste(unsteady$run_id, collapse = " ")) else "")
+}
 runs_text <- function(ids) {
   ids <- sort(unique(ids))
   if (!length(ids)) "none"
@@ -41,7 +78,10 @@ CLAIM_KINDS <- list(
     sweep_claim(claim, tables, copy(valid_flows[num(iw) == 2]), "buffer_pkts")),
   iw_sweep = list(needs_flows = TRUE, judge = function(claim, tables, valid_flows)
     sweep_claim(claim, tables, copy(valid_flows), "iw")),
-  persistent = list(needs_flows = TRUE, judge = function(claim, tables, valid_flows) claim_C8(claim, tables)))
+  persistent = list(needs_flows = TRUE, judge = function(claim, tables, valid_flows) PERSISTENT_CLAIMS[[claim$id]](claim, tables)),
+  # the model's fit and its interval on P(Z = 1) are R/model.R's; the claim's judge is not wired yet
+  model = list(needs_flows = FALSE, judge = function(claim, tables, valid_flows)
+    list(not_run(claim, "the model's test (R/model.R's fit with an interval on P(Z = 1)) is not wired into the verdict yet"))))
 
 verdict <- function(tables, claims = read_claims()) {
   valid_flows <- metric_flows(tables)

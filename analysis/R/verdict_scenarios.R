@@ -14,27 +14,36 @@ sweep_claim <- function(claim, tables, flows, axis) {
                                                    else "needs runs at several buffer sizes of one scenario")))
   lapply(groups$sweep, function(sweep_key) {
     of_sweep <- flows[sweep == sweep_key]
-    judged <- if (axis == "iw") claim_C18(claim, of_sweep) else claim_C16(claim, of_sweep)
-    verdict_row(claim, paste(sweep_key, "(", axis, "swept)"), judged$ours, judged$interval, judged$n, judged$status,
-                runs_text(of_sweep$run_id), judged$note %||% "")
+    steady <- steady_runs(claim, tables$runs[run_id %in% of_sweep$run_id])
+    judged <- if (axis == "iw") claim_C18(claim, of_sweep[run_id %in% steady$runs$run_id]) else claim_C16(claim, of_sweep[run_id %in% steady$runs$run_id])
+    notes <- c(judged$note, steady$note)
+    verdict_row(claim, paste(sweep_key, "(", axis, "swept)"), judged$ours, judged$interval, judged$n, decide(judged$parts),
+                runs_text(of_sweep$run_id), paste(notes[nzchar(notes)], collapse = "; "), method = judged$method, used = steady$runs)
   })
 }
+# C16: FaQ faster at every buffer size and at every load of it (loads never pooled: F9's gain depends on both)
 claim_C16 <- function(claim, flows) {
   sizes <- sort(unique(num(flows$buffer_pkts)))
-  parts <- lapply(sizes, function(buffer) {
-    of_size <- flows[num(buffer_pkts) == buffer]
-    pairs <- pair_flows(of_size[aqm_is_dt(aqm)], of_size[aqm_is_faq(aqm)])
+  cells <- unique(flows[, .(buffer = num(buffer_pkts), load = num(load))])[order(buffer, load)]
+  judged <- lapply(seq_len(nrow(cells)), function(i) {
+    buffer <- cells$buffer[i]; load_value <- cells$load[i]
+    label <- sprintf("%g pkts at %g", buffer, load_value)
+    of_cell <- flows[num(buffer_pkts) == buffer & num(load) == load_value]
+    pairs <- pair_flows(of_cell[aqm_is_dt(aqm)], of_cell[aqm_is_faq(aqm)])
     if (nrow(pairs) < claim$min_sample$paired_flows_per_size)
-      return(list(status = INSUFF, text = sprintf("%g pkts: %d pairs", buffer, nrow(pairs))))
-    if (identical_sides(pairs)) return(list(status = INSUFF, text = sprintf("%g pkts: identical DT and FaQ outcomes", buffer)))
+      return(list(part = undecided_part(label), text = sprintf("%s: %d pairs", label, nrow(pairs)), buffer = buffer, method = ""))
+    if (identical_sides(pairs)) return(list(part = undecided_part(label), text = sprintf("%s: identical DT and FaQ outcomes", label),
+                                            buffer = buffer, method = ""))
     ci <- boot_ci(pairs, mean_latency_gain)
-    list(status = better_status(ci$lo, ci$hi), text = sprintf("%g pkts: DT-FaQ %+.3f s [%+.3f, %+.3f]", buffer, ci$est, ci$lo, ci$hi))
+    list(part = better_part(ci, 1, label), buffer = buffer, method = ci$method,
+         text = sprintf("%s: DT-FaQ %+.3f s [%+.3f, %+.3f]", label, ci$est, ci$lo, ci$hi))
   })
-  statuses <- vapply(parts, `[[`, "", "status")
-  decided <- sum(statuses != INSUFF)
-  list(ours = paste(vapply(parts, `[[`, "", "text"), collapse = "; "), interval = "per buffer size, bootstrap",
-       n = sprintf("%d buffer sizes, %d decided", length(sizes), decided),
-       status = if (decided < claim$min_sample$buffer_sizes) INSUFF else combine_statuses(statuses))
+  parts <- lapply(judged, `[[`, "part")
+  decided_sizes <- unique(unlist(lapply(judged, function(x) if (!is.na(x$part$p_hold)) x$buffer)))
+  if (length(decided_sizes) < claim$min_sample$buffer_sizes) parts <- c(parts, list(undecided_part("too few buffer sizes decided")))
+  list(ours = paste(vapply(judged, `[[`, "", "text"), collapse = "; "), interval = "per buffer size and load, in the text",
+       n = sprintf("%d buffer sizes, %d decided", length(sizes), length(decided_sizes)), parts = parts,
+       method = paste(unique(Filter(nzchar, vapply(judged, `[[`, "", "method"))), collapse = "; "))
 }
 claim_C18 <- function(claim, flows) {
   by <- c("load", "replication")
@@ -44,61 +53,120 @@ claim_C18 <- function(claim, flows) {
                 iw10 = pair_flows(droptail_iw10, faq_iw10, by))
   n <- vapply(pairs, nrow, 0L)
   if (any(n < claim$min_sample$paired_flows))
-    return(list(ours = "", interval = "", n = paste(names(n), n, collapse = ", "), status = INSUFF))
+    return(list(ours = "", interval = "", n = paste(names(n), n, collapse = ", "), parts = list(undecided_part("too few pairs")), method = ""))
   droptail_iw <- boot_ci(pairs$dt_iw, function(sample) c(mean_latency_gain(sample),
                                                          drop_ratio(pair_side(sample, "b")) - drop_ratio(pair_side(sample, "a"))))
   gain_iw2 <- boot_ci(pairs$iw2, mean_latency_gain); gain_iw10 <- boot_ci(pairs$iw10, mean_latency_gain)
-  statuses <- c(better_status(droptail_iw$lo[1], droptail_iw$hi[1]), better_status(droptail_iw$lo[2], droptail_iw$hi[2]),
-                better_status(gain_iw2$lo, gain_iw2$hi), better_status(gain_iw10$lo, gain_iw10$hi))
+  parts <- list(better_part(droptail_iw, 1, "DT IW 10 faster"), better_part(droptail_iw, 2, "DT IW 10 more drops"),
+                better_part(gain_iw2, 1, "FaQ faster at IW 2"), better_part(gain_iw10, 1, "FaQ faster at IW 10"))
   seconds <- function(v) sprintf("%+.3f", v)
   list(ours = sprintf("DT IW2-IW10 latency %+.3f s, drop ratio IW10-IW2 %s; FaQ gain IW2 %+.3f s, IW10 %+.3f s",
                       droptail_iw$est[1], pct(droptail_iw$est[2]), gain_iw2$est, gain_iw10$est),
        interval = sprintf("%s; %s; %s; %s", fmt_ci(droptail_iw$lo[1], droptail_iw$hi[1], seconds),
                           fmt_ci(droptail_iw$lo[2], droptail_iw$hi[2]), fmt_ci(gain_iw2$lo, gain_iw2$hi, seconds),
                           fmt_ci(gain_iw10$lo, gain_iw10$hi, seconds)),
-       n = paste(names(n), n, collapse = ", "), status = combine_statuses(statuses))
+       n = paste(names(n), n, collapse = ", "), parts = parts, method = droptail_iw$method)
 }
 
 # C8 (F14-F16): beside the persistent flows, FaQ keeps fewer short flows in the system than DropTail, and
-# does not take throughput from the persistent flows. Judged per pair of valid DropTail and FaQ runs of one
-# schedule (scenario, load, replication): short flows in the system, the window's mean with a batch-means
-# interval of DT - FaQ (blocks of the window paired by time: both runs replay the same schedule), and the
-# persistent flows' mean share of the bottleneck, FaQ - DT with a t-interval over the flows.
-claim_C8 <- function(claim, tables) {
+# does not take throughput from the persistent flows. Judged per scenario on the schedules (load,
+# replication) with a valid DropTail and a valid FaQ run: short flows in the system, per schedule the
+# window's mean with a batch-means interval of DT - FaQ (blocks of the window paired by time: both runs
+# replay the same schedule); the persistent flows' total share of the bottleneck, FaQ - DT, equivalent
+# within the margin by a paired t over the schedules. Not over flows: the persistent flows' shares add up to
+# what the short flows leave, so the flows of one run are not independent observations of their total.
+persistent_schedules <- function(claim, tables) {
   in_system <- short_in_system(tables)
-  if (!nrow(in_system)) return(list(not_run(claim, NO_PERSISTENT)))
+  if (!nrow(in_system)) return(NULL)
   in_system <- in_system[t >= window_start & t < window_end]
-  in_system[, sched := paste(scen, load, replication)]
-  lapply(unique(in_system$sched), function(schedule) {
-    of_schedule <- in_system[sched == schedule]
-    droptail <- of_schedule[aqm_is_dt(aqm)]; faq <- of_schedule[aqm_is_faq(aqm)]
-    if (!nrow(droptail) || !nrow(faq))
-      return(verdict_row(claim, of_schedule$scen[1], "", "", "", INSUFF, runs_text(of_schedule$run_id),
-                         "needs a valid DropTail and a valid FaQ run of this schedule"))
-    by_time <- merge(droptail[, .(t, n_dt = n)], faq[, .(t, n_fq = n)], by = "t")
-    need <- claim$min_sample$batches
-    difference <- batch_means(by_time$n_dt - by_time$n_fq, need)
-    mean_droptail <- batch_means(by_time$n_dt, need); mean_faq <- batch_means(by_time$n_fq, need)
-    persistent <- if (nrow(tables$persistent %||% data.table()))
-      tables$persistent[valid == 1 & run_id %in% c(droptail$run_id[1], faq$run_id[1])]
-      else data.table(aqm = character(), share_pct = character())
-    share_droptail <- num(persistent[aqm_is_dt(aqm)]$share_pct); share_faq <- num(persistent[aqm_is_faq(aqm)]$share_pct)
-    enough <- length(share_droptail) >= claim$min_sample$persistent_flows && length(share_faq) >= claim$min_sample$persistent_flows
-    share_test <- if (enough) t.test(share_faq, share_droptail) else NULL
-    statuses <- c(better_status(difference$lo, difference$hi),
-                  if (is.null(share_test)) INSUFF else no_worse_status(share_test$conf.int[1], share_test$conf.int[2]))
-    mean_share <- function(x) if (length(x)) sprintf("%.2f%%", mean(x)) else "NA"
-    verdict_row(claim, of_schedule$scen[1],
-                sprintf("short flows in the system DT %.1f, FaQ %.1f; persistent share DT %s, FaQ %s", mean_droptail$mean,
-                        mean_faq$mean, mean_share(share_droptail), mean_share(share_faq)),
-                sprintf("DT - FaQ flows %s (batch means, %d blocks); FaQ - DT share %s (t, over flows)",
-                        fmt_ci(difference$lo, difference$hi, function(v) sprintf("%+.1f", v)), difference$batches,
-                        if (is.null(share_test)) "[NA, NA]"
-                        else fmt_ci(share_test$conf.int[1], share_test$conf.int[2], function(v) sprintf("%+.2f%%", v))),
-                sprintf("%d s of window, %d + %d persistent flows", nrow(by_time), length(share_droptail), length(share_faq)),
-                if (difference$batches == 0) INSUFF else combine_statuses(statuses), runs_text(c(droptail$run_id, faq$run_id)))
+  in_system[, sched := paste(load, replication)]
+  in_system
+}
+persistent_of <- function(tables, run_ids) {
+  if (!nrow(tables$persistent %||% data.table())) return(data.table(run_id = character(), aqm = character(), share_pct = character()))
+  tables$persistent[valid == 1 & run_id %in% run_ids]
+}
+claim_C8 <- function(claim, tables) {
+  in_system <- persistent_schedules(claim, tables)
+  if (is.null(in_system)) return(list(not_run(claim, NO_PERSISTENT)))
+  lapply(unique(in_system$scen), function(scen_key) {
+    of_scen <- in_system[scen == scen_key]
+    schedules <- Filter(Negate(is.null), lapply(unique(of_scen$sched), function(schedule) {
+      of_schedule <- of_scen[sched == schedule]
+      droptail <- of_schedule[aqm_is_dt(aqm)]; faq <- of_schedule[aqm_is_faq(aqm)]
+      if (!nrow(droptail) || !nrow(faq)) return(NULL)
+      by_time <- merge(droptail[, .(t, n_dt = n)], faq[, .(t, n_fq = n)], by = "t")
+      persistent <- persistent_of(tables, c(droptail$run_id[1], faq$run_id[1]))
+      share_droptail <- num(persistent[aqm_is_dt(aqm)]$share_pct); share_faq <- num(persistent[aqm_is_faq(aqm)]$share_pct)
+      list(schedule = schedule, runs = c(droptail$run_id[1], faq$run_id[1]), seconds = nrow(by_time),
+           difference = batch_means(by_time$n_dt - by_time$n_fq, claim$min_sample$batches),
+           mean_droptail = mean(by_time$n_dt), mean_faq = mean(by_time$n_fq),
+           enough = min(length(share_droptail), length(share_faq)) >= claim$min_sample$persistent_flows,
+           total_droptail = sum(share_droptail) / 100, total_faq = sum(share_faq) / 100, flows = length(share_droptail) + length(share_faq))
+    }))
+    run_ids <- unique(of_scen$run_id)
+    if (!length(schedules))
+      return(verdict_row(claim, scen_key, "", "", "", INSUFF, runs_text(run_ids), "needs a valid DropTail and a valid FaQ run of one schedule",
+                         used = tables$runs[run_id %in% run_ids]))
+    field <- function(name) vapply(schedules, function(x) as.numeric(x[[name]]), 0)
+    lo <- vapply(schedules, function(x) x$difference$lo, 0); hi <- vapply(schedules, function(x) x$difference$hi, 0)
+    in_system_parts <- mapply(function(x, l, h) interval_part(l, h, 0, Inf, sprintf("fewer in the system (%s)", x$schedule)),
+                              schedules, lo, hi, SIMPLIFY = FALSE)
+    with_shares <- Filter(function(x) x$enough, schedules)
+    share_difference <- vapply(with_shares, function(x) x$total_faq - x$total_droptail, 0)
+    margin <- claim$margin$persistent_share
+    share_part <- if (length(share_difference) < claim$min_sample$schedules) undecided_part(sprintf(
+      "persistent share (%d schedule(s) with enough persistent flows: the total share is one number per run)", length(share_difference)))
+      else claim_part(max(t.test(share_difference, mu = -margin, alternative = "greater")$p.value,
+                          t.test(share_difference, mu = margin, alternative = "less")$p.value),
+                      min(t.test(share_difference, mu = -margin, alternative = "less")$p.value,
+                          t.test(share_difference, mu = margin, alternative = "greater")$p.value), "persistent share equivalent")
+    share_ci <- if (length(share_difference) >= 2) t.test(share_difference)$conf.int else c(NA, NA)
+    parts <- c(in_system_parts, list(share_part))
+    used_ids <- unlist(lapply(schedules, `[[`, "runs"))
+    verdict_row(claim, scen_key,
+                sprintf("short flows in the system DT %.1f, FaQ %.1f; persistent flows' total share DT %s, FaQ %s (means over %d schedule(s))",
+                        mean(field("mean_droptail")), mean(field("mean_faq")), pct(mean(field("total_droptail"))), pct(mean(field("total_faq"))),
+                        length(schedules)),
+                sprintf("DT - FaQ flows per schedule %s (batch means); FaQ - DT total share %s (paired t over schedules)",
+                        paste(fmt_ci(lo, hi, function(v) sprintf("%+.1f", v)), collapse = " "), fmt_ci(share_ci[1], share_ci[2], signed_pct)),
+                sprintf("%d schedule(s), %d s of window, %d persistent flows", length(schedules), sum(field("seconds")), sum(field("flows"))),
+                decide(parts), runs_text(used_ids), paste(c(not_run_note(parts)), collapse = "; "),
+                method = sprintf("batch means over %d blocks per schedule; paired t over schedules", claim$min_sample$batches),
+                used = tables$runs[run_id %in% used_ids])
   })
 }
+# C21 (F16): the persistent flows' throughput varies less with FaQ: per schedule, the log of DropTail's over
+# FaQ's variance of the flows' shares, the flows paired by stream (the same persistent flow under both AQMs:
+# same hosts and stream number) and resampled together. A variance over flows is a property of the flows
+# of one run, so resampling them is what its interval needs (unlike C8's total share, which they sum to).
+claim_C21 <- function(claim, tables) {
+  persistent <- tables$persistent %||% data.table()
+  if (!nrow(persistent)) return(list(not_run(claim, NO_PERSISTENT)))
+  persistent <- persistent[valid == 1]
+  by <- c("scen", "load", "replication", "src", "dst", "stream")
+  pairs <- merge(persistent[aqm_is_dt(aqm), c(by, "share_pct", "run_id"), with = FALSE],
+                 persistent[aqm_is_faq(aqm), c(by, "share_pct", "run_id"), with = FALSE], by = by, suffixes = c(".a", ".b"))
+  if (!nrow(pairs)) return(list(not_run(claim, "needs a valid DropTail and a valid FaQ run of one persistent schedule")))
+  lapply(unique(pairs$scen), function(scen_key) {
+    of_scen <- pairs[scen == scen_key]
+    schedules <- unique(of_scen[, .(load, replication)])
+    judged <- lapply(seq_len(nrow(schedules)), function(i) {
+      of_schedule <- of_scen[load == schedules$load[i] & replication == schedules$replication[i]]
+      label <- sprintf("load %s rep %s", schedules$load[i], schedules$replication[i])
+      if (nrow(of_schedule) < claim$min_sample$persistent_flows) return(list(part = undecided_part(label), text = sprintf("%s: %d flows", label, nrow(of_schedule)), method = ""))
+      ci <- boot_ci(of_schedule, function(sample) log(var(num(sample$share_pct.a)) / var(num(sample$share_pct.b))))
+      list(part = better_part(ci, 1, label), method = ci$method,
+           text = sprintf("%s: DT/FaQ variance %.3g [%.3g, %.3g] over %d flows", label, exp(ci$est), exp(ci$lo), exp(ci$hi), nrow(of_schedule)))
+    })
+    parts <- lapply(judged, `[[`, "part")
+    used_ids <- unique(c(of_scen$run_id.a, of_scen$run_id.b))
+    verdict_row(claim, scen_key, paste(vapply(judged, `[[`, "", "text"), collapse = "; "), "per schedule, in the text",
+                sprintf("%d persistent flow pairs", nrow(of_scen)), decide(parts), runs_text(used_ids),
+                method = paste(unique(Filter(nzchar, vapply(judged, `[[`, "", "method"))), collapse = "; "), used = tables$runs[run_id %in% used_ids])
+  })
+}
+PERSISTENT_CLAIMS <- list(C8 = claim_C8, C21 = claim_C21)
 
 # C17 (F26): with FaQ at the first hop, the chain's reference user completes more flows than with DropTail at
 # every hop in the same time. Judged per chain scenario key on the replications that have a valid DropTail
@@ -147,16 +215,17 @@ claim_C17 <- function(claim, tables) {
     few <- min(completed_dt, completed_faq) < need
     if (few) note <- c(sprintf("fewer than %d completed reference flows under %s", need,
                                paste(c(if (completed_dt < need) "DropTail", if (completed_faq < need) "FaQ"), collapse = " and ")), note)
-    verdict_row(claim, scen_key, ours, sprintf("FaQ/DT %s (%s)", fmt_ci(ratio$lo, ratio$hi, function(v) sprintf("%.3g", v)), ratio$method),
-                n, if (few) INSUFF else better_status(log(ratio$lo), log(ratio$hi)), runs, paste(note, collapse = "; "))
+    verdict_row(claim, scen_key, ours, sprintf("FaQ/DT %s", fmt_ci(ratio$lo, ratio$hi, function(v) sprintf("%.3g", v))),
+                n, if (few) INSUFF else decide(list(interval_part(log(ratio$lo), log(ratio$hi), 0, Inf, "FaQ/DT above 1"))), runs,
+                paste(note, collapse = "; "), method = ratio$method, used = tables$runs[run_id %in% c(reps$run_id.dt, reps$run_id.faq)])
   })
 }
 
 # C19 (Section 9.1): under a spoofed SYN flood, FaQ's legitimate flows fare no worse than DropTail's. Judged per
 # scenario key with a flood (runs' flood_x > 0) on the schedules that have a valid DropTail and a valid FaQ run:
 # every forward flow scheduled in the window (finished or not) is paired by flow id; the completed share, FaQ -
-# DropTail, and the mean latency of the flows completed under both, DropTail - FaQ, each with a bootstrap
-# interval over flows; "no_worse" on both (claims.yaml). C19b is the same test with the claim's `aqm` (the
+# DropTail, and the mean latency of the flows completed under both, (DropTail - FaQ) / DropTail, each with a bootstrap
+# interval over flows, relative for the latency; "no_worse" on both with the claim's margins (claims.yaml). C19b is the same test with the claim's `aqm` (the
 # bounded FaQ, favored_burst) in FaQ's place: Algorithm 1 and its protection are judged apart, never pooled.
 NO_FLOOD <- "needs valid runs under a SYN flood (config/synflood.yaml: synflood.rates_x above 0)"
 flood_scens <- function(tables) {
@@ -185,17 +254,18 @@ claim_C19 <- function(claim, tables) {
     pairs[, `:=`(done.a = complete.a == "1", done.b = complete.b == "1", lat.a = num(latency_s.a), lat.b = num(latency_s.b))]
     statistic <- function(sample) {
       both <- sample$done.a & sample$done.b
-      c(mean(sample$done.b) - mean(sample$done.a), if (any(both)) mean(sample$lat.a[both]) - mean(sample$lat.b[both]) else NA_real_)
+      c(mean(sample$done.b) - mean(sample$done.a),
+        if (any(both)) (mean(sample$lat.a[both]) - mean(sample$lat.b[both])) / mean(sample$lat.a[both]) else NA_real_)
     }
     ci <- boot_ci(pairs, statistic)
-    statuses <- c(no_worse_status(ci$lo[1], ci$hi[1]), no_worse_status(ci$lo[2], ci$hi[2]))
+    parts <- list(no_worse_part(ci, 1, claim$margin$completed_share, "completed share"), no_worse_part(ci, 2, claim$margin$latency_gain, "latency"))
     verdict_row(claim, scen_key,
-                sprintf("completed DT %s, %s %s (%s - DT %+.1f points); mean latency of the %d completed under both DT - %s %+.3f s",
+                sprintf("completed DT %s, %s %s (%s - DT %+.1f points); mean latency of the %d completed under both (DT - %s) / DT %s",
                         pct(mean(pairs$done.a)), label, pct(mean(pairs$done.b)), label, 100 * ci$est[1],
-                        sum(pairs$done.a & pairs$done.b), label, ci$est[2]),
-                sprintf("%s; %s (%s)", fmt_ci(ci$lo[1], ci$hi[1], function(v) sprintf("%+.1f points", 100 * v)),
-                        fmt_ci(ci$lo[2], ci$hi[2], function(v) sprintf("%+.3f s", v)), ci$method),
-                n, combine_statuses(statuses), runs_text(c(pairs$run_id.a, pairs$run_id.b)),
-                "counted: every legitimate forward flow scheduled in the window, finished or not; the flood's SYNs are not flows")
+                        sum(pairs$done.a & pairs$done.b), label, signed_pct(ci$est[2])),
+                sprintf("%s; %s", fmt_ci(ci$lo[1], ci$hi[1], function(v) sprintf("%+.1f points", 100 * v)), fmt_ci(ci$lo[2], ci$hi[2], signed_pct)),
+                n, decide(parts), runs_text(c(pairs$run_id.a, pairs$run_id.b)),
+                "counted: every legitimate forward flow scheduled in the window, finished or not; the flood's SYNs are not flows",
+                method = ci$method, used = tables$runs[run_id %in% c(pairs$run_id.a, pairs$run_id.b)])
   })
 }

@@ -9,8 +9,8 @@ from analysis.tests import synth
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 # the verdict's rows, one per claim of analysis/claims.yaml in its order (C4b, FaQ against CHOKe, LAS and RuN2C, after C4;
-# C19b, the bounded FaQ under a SYN flood, after C19)
-CLAIM_IDS = [f"C{i}" for i in range(1, 5)] + ["C4b"] + [f"C{i}" for i in range(5, 20)] + ["C19b"]
+# C19b, the bounded FaQ under a SYN flood, after C19; then F13's, F16's variance and the model's statements)
+CLAIM_IDS = [f"C{i}" for i in range(1, 5)] + ["C4b"] + [f"C{i}" for i in range(5, 20)] + ["C19b", "C20", "C21", "C22"]
 R_TESTS = sorted((Path(ROOT) / "analysis" / "R" / "tests").glob("test_*.R"))
 
 
