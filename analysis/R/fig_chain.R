@@ -135,8 +135,8 @@ chain_flow_pairs <- function(t, q) {
   fl <- fl[flow_id != "" & run_id %in% c(q$run_id.dt, q$run_id.faq)]
   pair_flows(fl[aqm_is_dt(aqm)], fl[aqm_is_faq(aqm)])
 }
-# Mean latency FaQ / DropTail over those pairs, with a bootstrap interval (boot_ci: over replications where
-# there are three or more, else over flows within each replication). A secondary number: no test on it.
+# Mean latency FaQ / DropTail over those pairs, with boot_ci's interval (bootstrap.R: a jackknife over five
+# replications or more, else a block bootstrap within each replication). A secondary number: no test on it.
 latency_ratio <- function(p) {
   if (nrow(p) < 2) return(NULL)
   boot_ci(p, function(d) mean(num(d$latency_s.b)) / mean(num(d$latency_s.a)))
