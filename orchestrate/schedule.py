@@ -1,7 +1,7 @@
 """Flow schedules: Poisson arrivals, Pareto (or other) sizes, sender/receiver pairs. Controller side.
 
     python -m orchestrate.schedule --load 0.55 --capacity-mbps 10 --duration 60 --seed 7 \
-        --sizes pareto:shape=1.3,mean_pkts=30 [--reverse-load 0.1] [--mss 1460] [--topology dumbbell] \
+        --sizes lomax:shape=1.3,mean_pkts=30 [--reverse-load 0.1] [--mss 1460] [--topology dumbbell] \
         --out schedule.csv
 
 Random streams (numpy.random.Generator(PCG64), NumPy's documented, version-stable bit generator):
@@ -14,6 +14,11 @@ Load: rho = lambda * E[L] * packet_bytes / C, where L = ceil(X) is the flow leng
 sent and E[L] is its exact mean (computed from the distribution, not from the sample), so the configured
 load holds in expectation. The size parameter `mean_pkts` is the mean of the continuous draw X, as in the
 paper (45000 B = 30 packets); E[L] is about half a packet more and is recorded in the header.
+
+Sizes (contract.sizes): Table 1's default is `lomax`, ns-2's RandomVariable/ParetoII (X = s (U^(-1/a) - 1),
+s = mean (a - 1)); `pareto` is ns-2's RandomVariable/Pareto (Pareto I, X = xm U^(-1/a), xm = mean (a-1)/a,
+no flow under ceil(xm) = 7 packets at mean 30). L = max(1, ceil(X)) is the packet count ns-2's one-way TCP
+gives a transfer of X packets' worth of bytes (TcpAgent::sendmsg: ceil(bytes / packet size)); docs/sizes.md.
 """
 from __future__ import annotations
 
@@ -61,6 +66,7 @@ class Sizes:
         return DISTRIBUTIONS[self.name][0](self.params, rng, n)
 
     def draw(self, rng: np.random.Generator, n: int) -> np.ndarray:
+        # ns-2's rounding: a partial last packet is sent whole; a draw under one packet still sends one
         return np.maximum(1, np.ceil(self.draw_continuous(rng, n))).astype(np.int64)
 
     @property

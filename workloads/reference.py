@@ -1,7 +1,7 @@
 """Closed-loop reference user (paper Section 8, Fig. 26): one flow at a time, the next after a think time.
 
     python3 -m workloads.reference --host us --dst ur --hosts hosts.json --t0 <unix time> \
-        --stop-at <unix time> --seed 7 --log client-us.csv [--sizes pareto:shape=1.3,mean_pkts=30] \
+        --stop-at <unix time> --seed 7 --log client-us.csv [--sizes lomax:shape=1.3,mean_pkts=30] \
         [--think-max 0.15] [--mss 1460] [--port 5001] [--flow-timeout 120] [--first-id 0] \
         [--max-flows N] [--schedule-out reference-schedule.csv]
 
@@ -18,10 +18,11 @@ time, whatever the network did to flows 0..i-1, so a DropTail and a FaQ run with
 same sequence; they differ only in how far into it they get before --stop-at. numpy is not used: this
 runs on testbed hosts (standard library only, Python 3.11).
 
-Sizes (packets, L = max(1, ceil(X)), size_bytes = L * mss as in orchestrate.schedule): `pareto` classic
-Pareto I, minimum xm = mean (a-1)/a (X = xm * random.paretovariate(a)); `lomax` Pareto II with the same
-mean (X = xm' * (paretovariate(a) - 1), xm' = mean (a-1)); `exponential` (random.expovariate). Same
-distributions and parameter names as orchestrate.schedule (contract.sizes; bounded_pareto is not offered here).
+Sizes (packets, L = max(1, ceil(X)), size_bytes = L * mss as in orchestrate.schedule): `lomax` (the
+default, Table 1's) Pareto II, X = s * (paretovariate(a) - 1), s = mean (a-1), ns-2's RandomVariable/ParetoII;
+`pareto` classic Pareto I, minimum xm = mean (a-1)/a (X = xm * random.paretovariate(a)), no flow under 7
+packets at mean 30; `exponential` (random.expovariate). Same distributions and parameter names as
+orchestrate.schedule (contract.sizes; bounded_pareto is not offered here; docs/sizes.md).
 
 Ends at --stop-at or on SIGTERM/SIGINT: a flow still open is aborted and logged `timed_out`; a flow not
 yet due is not logged (the client log's rows are the flows started). Exit status 0 unless inputs are wrong.

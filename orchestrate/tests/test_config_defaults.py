@@ -5,7 +5,9 @@ from pathlib import Path
 import pytest
 import yaml
 
+from contract import sizes as sizes_grammar
 from contract import spec as contract_spec
+from contract.sizes import format_sizes
 from orchestrate import matrix, runspec, schema
 from orchestrate.config import ConfigError, read_config, validate
 
@@ -31,9 +33,20 @@ def test_table_1_is_the_default_topology_and_sizes():
     assert spec["topology"] == {"kind": "dumbbell", "bottleneck_mbps": 10, "buffer_pkts": 8,
                                 "reverse_buffer_pkts": 8, "access_mbps": 100, "left_delays_ms": [0, 12, 25],
                                 "right_delays_ms": [2, 37, 75], "central_delay_ms": 0, "mtu": 1500}
-    assert spec["sizes"] == {"distribution": "pareto", "shape": 1.3, "mean_pkts": 30}
+    assert spec["sizes"] == {"distribution": "lomax", "shape": 1.3, "mean_pkts": 30}
+    # the schema's default and the generator's --sizes default are one distribution
+    assert sizes_grammar.parse_sizes(format_sizes(spec["sizes"])) == sizes_grammar.parse_sizes(sizes_grammar.DEFAULT)
     assert (spec["reverse_load"], spec["drain_s"], spec["capture"]["snaplen"], spec["trace_favor"],
             spec["workload_impl"]) == (0.1, 20, 128, True, "python")
+
+
+def test_runs_of_pareto_i_and_of_table_1s_pareto_ii_never_share_a_name_or_a_schedule():
+    """Table 1 once meant Pareto I: a run of it and one of today's default name their distribution in the
+    run id and the schedule id (and in run.csv's size_dist, the analysis' scenario key)."""
+    old = matrix.runs(validate(dict(MINIMAL, sizes={"distribution": "pareto", "shape": 1.3, "mean_pkts": 30})))[0]
+    new = matrix.runs(validate(dict(MINIMAL)))[0]
+    assert (old.size_tag, new.size_tag) == ("pareto30", "lomax30")
+    assert old.run_id != new.run_id and old.schedule_id != new.schedule_id and old.cell != new.cell
 
 
 def test_a_key_given_replaces_only_that_default():

@@ -9,6 +9,7 @@ from scipy import stats
 
 from orchestrate import schedule as S
 from contract.schedule import ScheduleError, read_schedule
+from contract.sizes import DEFAULT as DEFAULT_SIZES
 
 KS_ALPHA = 0.01   # a fixed seed: the KS p-value of a correct sampler is uniform, so this fails 1 % of seeds
 
@@ -45,6 +46,35 @@ def test_lomax_makes_short_flows_with_the_same_mean():
     pkts = S.parse_sizes("lomax:shape=1.3,mean_pkts=30").draw(rng(5), 50000)
     assert (pkts == 1).mean() > 0.05 and (pkts == 2).mean() > 0.05
     assert pkts.min() == 1
+
+
+def test_table_1_schedules_hold_pareto_ii_packet_counts_with_2_packet_flows():
+    """A schedule of the default sizes (Table 1: Pareto II, shape 1.3, mean 30) holds packet counts
+    L = max(1, ceil(X)) whose distribution is the discretised Lomax (chi-square over classes of L), with
+    the 2-packet flows the paper's F18 and F21 speak of and the flows under 6 packets of F20."""
+    meta, flows = S.generate(0.55, 10, 1500, 2013, DEFAULT_SIZES, reverse_load=0)
+    assert meta["sizes"] == "lomax:mean_pkts=30,shape=1.3"
+    pkts = np.array([f.size_pkts for f in flows])
+    assert len(pkts) > 15000
+    sf = stats.lomax(1.3, scale=30 * 0.3).sf                   # P(L > k) = P(X > k)
+    edges = np.array([0, 1, 2, 3, 5, 7, 10, 20, 50, 100, np.inf])
+    observed = np.histogram(pkts, bins=edges + 0.5)[0]           # L in (edges[i], edges[i+1]]
+    expected = len(pkts) * -np.diff(np.append(sf(edges[:-1]), 0.0))
+    assert observed.sum() == len(pkts)
+    assert stats.chisquare(observed, expected).pvalue > KS_ALPHA
+    p2 = sf(1) - sf(2)                                           # 10.2 % of flows have 2 packets
+    assert abs((pkts == 2).mean() - p2) < 4 * math.sqrt(p2 * (1 - p2) / len(pkts))
+    assert (pkts < 6).mean() == pytest.approx(1 - sf(5), abs=0.02)   # 44 % under 6 packets
+    assert pkts.min() == 1
+
+
+def test_a_flow_sends_the_packets_ns2_would_for_its_size():
+    """ns-2's one-way TCP sends ceil(bytes / packet size) packets for a transfer: a partial last packet is
+    sent whole. A draw under one packet still sends one (a flow always carries data)."""
+    class Fixed(S.Sizes):
+        def draw_continuous(self, rng, n):
+            return np.array([0.0004, 0.9, 1.0, 1.0001, 2.5, 6.92, 29.0])
+    assert Fixed("lomax", {}).draw(rng(), 7).tolist() == [1, 1, 1, 2, 3, 7, 29]
 
 
 @pytest.mark.parametrize("spec", ["exponential:mean_pkts=6", "bounded_pareto:shape=1.3,mean_pkts=30,max_pkts=2000",

@@ -51,12 +51,14 @@ def test_same_seed_same_sequence_other_seed_other_sequence():
     assert all(isinstance(s, int) and s >= 1 and 0 <= t <= 0.15 for s, t in a)
     # the size stream does not depend on the think-time bound (two streams)
     assert [s for s, _ in reference.sequence(7, 300, think_max=1.0)] == [s for s, _ in a]
-    # fixed values: a change of the drawing code would silently change every replayed run
-    assert [s for s, _ in reference.sequence(11, 6)] == [12, 37, 18, 27, 17, 8]
+    # fixed values: a change of the drawing code would silently change every replayed run (the default is
+    # Table 1's Pareto II; Pareto I draws from the same uniforms)
+    assert [s for s, _ in reference.sequence(11, 6)] == [7, 39, 15, 25, 13, 1]
+    assert [s for s, _ in reference.sequence(11, 6, sizes="pareto:shape=1.3,mean_pkts=30")] == [12, 37, 18, 27, 17, 8]
 
 
 def test_pareto_sizes_and_think_times_follow_their_distributions():
-    q = reference.sequence(3, 20000)
+    q = reference.sequence(3, 20000, sizes="pareto:shape=1.3,mean_pkts=30")
     sizes = [s for s, _ in q]
     xm = 30 * 0.3 / 1.3                                   # classic Pareto minimum: 6.92, so L >= 7
     assert min(sizes) == math.ceil(xm)
@@ -69,6 +71,21 @@ def test_pareto_sizes_and_think_times_follow_their_distributions():
     lomax = [s for s, _ in reference.sequence(3, 20000, sizes="lomax:shape=1.3,mean_pkts=30")]
     p1 = 1 - (1 + 1 / (30 * 0.3)) ** -1.3                  # Lomax scale mean*(shape-1): P(L = 1) = 12.8 %
     assert min(lomax) == 1 and sum(s == 1 for s in lomax) / len(lomax) == pytest.approx(p1, abs=0.01)
+
+
+def test_the_default_user_draws_table_1s_pareto_ii_with_its_2_packet_flows():
+    """The chain's user (Section 8: "a Pareto law of shape 1.3 and mean 30 packets") draws Table 1's
+    sizes by default: Pareto II, whose 1- and 2-packet flows the paper's user flows include."""
+    stats = pytest.importorskip("scipy.stats")                  # the test side only: hosts have no scipy
+    sizes = [s for s, _ in reference.sequence(5, 20000)]
+
+    def surv(k):                                                # P(X > k), Lomax scale 30 * (1.3 - 1) = 9
+        return (1 + k / 9.0) ** -1.3
+    edges = [0, 1, 2, 3, 5, 7, 10, 20, 50, 100, math.inf]      # L in (edges[i], edges[i+1]]
+    observed = [sum(lo < s <= hi for s in sizes) for lo, hi in zip(edges, edges[1:])]
+    expected = [len(sizes) * (surv(lo) - (surv(hi) if hi < math.inf else 0)) for lo, hi in zip(edges, edges[1:])]
+    assert stats.chisquare(observed, expected).pvalue > 0.01
+    assert observed[1] / len(sizes) == pytest.approx(surv(1) - surv(2), abs=0.01)   # 2 packets: 10.2 %
 
 
 def test_size_specs_mean_what_the_schedule_generator_means():
