@@ -128,7 +128,7 @@ class SyntheticRun:
                 "aqm": {"name": aqm, "forward": {"kind": forward}},
                 "tcp": {"profile": self.profile, "iw": iw, "congestion_control": "reno"}, "load": load,
                 "replication": rep, "seed": 1, "duration_s": self.duration, "warmup_s": self.warmup, "drain_s": 20,
-                "sizes": {"distribution": "pareto", "shape": 1.3, "mean_pkts": mean_pkts}, "schedule": "schedule.csv"}
+                "sizes": {"distribution": "lomax", "shape": 1.3, "mean_pkts": mean_pkts}, "schedule": "schedule.csv"}
         json.dump(spec, open(os.path.join(self.path, "run.json"), "w"))
         json.dump({"hosts": {h: {"ip": ip} for h, ip in HOSTS.items()}, "paths_rtt_ms": {"a1-b1": PATH_RTT_MS}},
                   open(os.path.join(self.path, "hosts.json"), "w"))

@@ -220,7 +220,7 @@ def test_run_csv_carries_the_scenario_columns(tables, tmp_path):
     with open(os.path.join(out, "run.csv")) as f:
         assert set(old) <= set(next(csv.reader(f)))
     assert (run["dataplane"], run["cc"], run["size_dist"], run["size_mean_pkts"], run["topology"]) == \
-        ("kernel", "reno", "pareto", "30", "dumbbell")
+        ("kernel", "reno", "lomax", "30", "dumbbell")
     spec = {"scenario": "parking-lot", "topology": {"bottleneck_mbps": 2.5, "buffer_pkts": 60},
             "aqm": {"name": "p4-favorqueue", "forward": {"kind": "p4"}}, "load": 0.9, "replication": 3,
             "tcp": {"profile": "linux", "iw": 10, "congestion_control": "cubic"},

@@ -193,12 +193,12 @@ def test_size_distribution_figures_from_two_distributions(tmp_path):
         got = {int(x["L"]): float(x["ccdf"]) for x in f6 if x["mean_pkts"] == mean}
         assert got == pytest.approx({1: 1, 2: 5 / 6, 3: 3 / 6, 4: 2 / 6, 6: 1 / 6})
     f7 = list(csv.DictReader(open(tmp_path / "f" / "F7.csv")))
-    assert sorted((x["dist"], x["aqm_name"]) for x in f7) == [(f"pareto, mean {m} packets", a) for m in (10, 30)
+    assert sorted((x["dist"], x["aqm_name"]) for x in f7) == [(f"lomax, mean {m} packets", a) for m in (10, 30)
                                                                for a in ("DropTail", "FaQ")]
     assert len({x["mean"] for x in f7}) == 1          # the same flows replayed: one mean latency everywhere
     # F5 is a Table 1 figure (figures.yaml scope: table1): the mean-10 runs add no panel to it
     assert {x["scen"] for x in csv.DictReader(open(tmp_path / "f" / "F5.csv"))} == \
-        {"dumbbell 10Mb/s buf8 IW2 paper/reno pareto-mean30 kernel"}
+        {"dumbbell 10Mb/s buf8 IW2 paper/reno lomax-mean30 kernel"}
     for fig in ("F5", "F6", "F7"):
         assert (tmp_path / "f" / f"{fig}.png").stat().st_size > 1000
 

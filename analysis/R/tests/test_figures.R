@@ -139,7 +139,7 @@ hand_raw <- function(loads = 0.5, reps = 0:1, mean = "30", iw = "2", scale = 1, 
   runs <- CJ(aqm = c("droptail", "favor"), load = loads, replication = reps)
   runs[, `:=`(run_id = sprintf("%s_%g_%d_m%s_iw%s", aqm, load, replication, mean, iw), valid = 1L, realized_load = load,
               profile = "paper", iw = iw, buffer_pkts = "8", bottleneck_mbps = "10", scenario = "dumbbell",
-              topology = "dumbbell", size_dist = "pareto", size_mean_pkts = mean, invalid_reasons = "")]
+              topology = "dumbbell", size_dist = "lomax", size_mean_pkts = mean, invalid_reasons = "")]
   fl <- rbindlist(lapply(seq_len(nrow(runs)), function(i) cbind(runs[i, .(run_id, aqm, load)], flows)))
   fl[, lat := scale * ifelse(aqm == "favor", faq, dt) + load]
   fl[, `:=`(latency_s = ifelse(is.na(lat), "", as.character(lat)), complete = ifelse(is.na(lat), "0", "1"),
@@ -191,7 +191,7 @@ test_that("F6: CCDF of the offered sizes, finished or not, each schedule once", 
   expect_equal(d$ccdf, c(1, 6 / 14, 2 / 14))
   expect_true(all(d$flows == 14 & d$runs == 2 & d$sample_mean == 14 & d$mean_pkts == 30))
   cap <- readLines(file.path(out, "F6.caption.txt"))
-  expect_match(cap, "one size distribution in these tables (the paper draws three): pareto, mean 30 packets: sample mean 14.0 packets", fixed = TRUE)
+  expect_match(cap, "one size distribution in these tables (the paper draws three): lomax, mean 30 packets: sample mean 14.0 packets", fixed = TRUE)
   expect_match(cap, "finished or not", fixed = TRUE)
   expect_match(cap, "n = 14 flows from 2 schedules per distribution.", fixed = TRUE)
   expect_equal(last_plot()$scales$get_scales("x")$trans$name, "log-10")
@@ -201,9 +201,9 @@ test_that("F6: CCDF of the offered sizes, finished or not, each schedule once", 
   fig_F6(hand_tables(hand_raw(), hand_raw(mean = "10", reps = 0, flows = few)), out)
   d <- fread(file = file.path(out, "F6.csv"))
   expect_equal(levels(ggplot_build(last_plot())$plot$data$legend),
-               c("pareto, mean 10 packets: sample mean 11.0", "pareto, mean 30 packets: sample mean 14.0"))
+               c("lomax, mean 10 packets: sample mean 11.0", "lomax, mean 30 packets: sample mean 14.0"))
   expect_equal(d[mean_pkts == 10, .(L, ccdf, flows, runs)], data.table(L = c(2, 20), ccdf = c(1, 0.5), flows = 2L, runs = 1L))
-  expect_match(readLines(file.path(out, "F6.caption.txt")), "^Paper.*Here: 2 size distributions: pareto, mean 10 packets")
+  expect_match(readLines(file.path(out, "F6.caption.txt")), "^Paper.*Here: 2 size distributions: lomax, mean 10 packets")
   # no flow in any window: not drawn, with the reason
   e <- hand_raw(); e$flows <- e$flows[0]
   fig_F6(hand_tables(e), out)
@@ -220,7 +220,7 @@ test_that("F2 and the length figures compare DropTail and FaQ per scenario, neve
   cap <- readLines(file.path(out, "F8.caption.txt"))
   # the paired scenario's common flows 1-5, plus load 0.5: DropTail 3.2 + 0.5, FaQ 2.5 + 0.5
   expect_match(cap, "Over all lengths: DropTail 3.7, FaQ 3.", fixed = TRUE)
-  expect_match(cap, "Not compared \\(one of the two alone\\): [^.]*pareto-mean100 kernel\\.")
+  expect_match(cap, "Not compared \\(one of the two alone\\): [^.]*lomax-mean100 kernel\\.")
   # F2's share of flows at or past the initial RTO (3 s): DropTail 3 of 5, FaQ 2 of 5 (latency plus load)
   fig_F2(hand_tables(hand_raw(mean = "30"), alone), out)
   cap <- readLines(file.path(out, "F2.caption.txt"))
@@ -252,10 +252,10 @@ test_that("F13 compares the most flows in the system per panel, never with a loa
 test_that("F7: skipped with one size distribution, one panel per distribution with two, means by hand", {
   fig_F7(hand_tables(hand_raw(loads = c(0.25, 0.75))), out)
   expect_equal(FIG_INDEX[["F7"]]$status, "not drawn")
-  expect_match(FIG_INDEX[["F7"]]$detail, "one size distribution per scenario (pareto, mean 30 packets)", fixed = TRUE)
+  expect_match(FIG_INDEX[["F7"]]$detail, "one size distribution per scenario (lomax, mean 30 packets)", fixed = TRUE)
   fig_F7(hand_tables(hand_raw(loads = c(0.25, 0.75), mean = "30", scale = 2), hand_raw(loads = c(0.25, 0.75), mean = "10")), out)
   expect_equal(FIG_INDEX[["F7"]]$status, "drawn")
-  expect_equal(panels("dist"), c("pareto, mean 10 packets", "pareto, mean 30 packets"))
+  expect_equal(panels("dist"), c("lomax, mean 10 packets", "lomax, mean 30 packets"))
   d <- fread(file = file.path(out, "F7.csv"))
   # common flows 1-5: DropTail (1 + 2 + 3 + 4 + 6) / 5 = 3.2, FaQ (0.5 + 1.5 + 3.5 + 2 + 5) / 5 = 2.5, times scale, plus load
   m <- function(which, a, l) d[grepl(which, dist) & aqm == a & load == l]$mean
@@ -263,7 +263,7 @@ test_that("F7: skipped with one size distribution, one panel per distribution wi
   expect_equal(c(m("mean 30", "droptail", 0.75), m("mean 30", "favor", 0.75)), 2 * c(3.2, 2.5) + 0.75)
   expect_true(all(d$flows == 10 & d$runs == 2))
   cap <- readLines(file.path(out, "F7.caption.txt"))
-  expect_match(cap, "pareto, mean 10 packets: FaQ below DropTail at 2 of 2 loads (largest gap 0.7 at load 0.25)", fixed = TRUE)
-  expect_match(cap, "pareto, mean 30 packets: FaQ below DropTail at 2 of 2 loads (largest gap 1.4 at load 0.25)", fixed = TRUE)
+  expect_match(cap, "lomax, mean 10 packets: FaQ below DropTail at 2 of 2 loads (largest gap 0.7 at load 0.25)", fixed = TRUE)
+  expect_match(cap, "lomax, mean 30 packets: FaQ below DropTail at 2 of 2 loads (largest gap 1.4 at load 0.25)", fixed = TRUE)
   expect_match(cap, sprintf("FaQ's mean latency %.2f of DropTail's", mean(c(2.75 / 3.45, 3.25 / 3.95))), fixed = TRUE)
 })
