@@ -5,7 +5,9 @@ of the configs themselves (defaults, `extends`) must keep every one of them.
 
 The file holds, per config, each run id with the first 16 hex digits of the sha256 of
 json.dumps({"spec", "schedule_args", "testbed"}, sort_keys=True). It is data, not output of this test: it
-is never regenerated to make the test pass.
+is never regenerated to make the test pass. It changes only where what a run is changes on purpose, in a
+commit of its own that says why and shows the diff touches only what was meant (Table 1's sizes becoming
+Pareto II changed the sizes in every spec and schedule and the size tag in the run ids, nothing else).
 """
 import hashlib
 import json
