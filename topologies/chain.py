@@ -26,7 +26,8 @@ from __future__ import annotations
 import copy
 
 from topologies.dumbbell import TopologyError
-from topologies.tc import access_shaper_cmds, apply_qdisc_plan, bottleneck_cmds, netem_port_cmds, offload_cmd, run_in
+from topologies.tc import (access_shaper_cmds, bottleneck_cmds, netem_port_cmds, offload_cmd, qdisc_plan_jobs,
+                           run_node_scripts)
 
 __all__ = ["DEFAULTS", "TopologyError", "with_defaults", "validate", "validate_aqm", "names", "host_lans",
            "interfaces", "addresses", "port_delays", "access_delays", "hosts_json", "hop_info", "capture_points",
@@ -404,25 +405,24 @@ def build(topo: dict, aqm: dict, log=print):
 
 
 def _configure(net, t, aqm, plan, nm, log):
+    jobs: dict = {}
     for r in nm["routers"]:
-        node = net.get(r)
+        cmds = jobs.setdefault(r, [])
         for intf, cidr in plan["routers"][r]["intfs"].items():
-            run_in(node, ["ip", "addr", "flush", "dev", intf])
-            run_in(node, ["ip", "addr", "add", cidr, "dev", intf])
-            run_in(node, ["ip", "link", "set", intf, "up", "mtu", "1500"])
-        for dst, via in plan["routers"][r]["routes"]:
-            run_in(node, ["ip", "route", "replace", dst, "via", via])
-        run_in(node, ["sysctl", "-qw", "net.ipv4.ip_forward=1"])
+            cmds += [(["ip", "addr", "flush", "dev", intf], True, None),
+                     (["ip", "addr", "add", cidr, "dev", intf], True, None),
+                     (["ip", "link", "set", intf, "up", "mtu", "1500"], True, None)]
+        cmds += [(["ip", "route", "replace", dst, "via", via], True, None) for dst, via in plan["routers"][r]["routes"]]
+        cmds.append((["sysctl", "-qw", "net.ipv4.ip_forward=1"], True, None))
     for n in (*nm["hosts"], *nm["routers"]):
-        node = net.get(n)
-        for intf in node.intfNames():
+        for intf in net.get(n).intfNames():
             if intf != "lo":
-                run_in(node, offload_cmd(intf), check=False)  # some features are fixed on veth
-                run_in(node, ["ip", "link", "set", intf, "mtu", "1500"])
+                jobs.setdefault(n, []).extend([(offload_cmd(intf), False, None),   # some features are fixed on veth
+                                               (["ip", "link", "set", intf, "mtu", "1500"], True, None)])
     for sw in nm["bridges"]:
         for intf in [sw] + [i for i in net.get(sw).intfNames() if i != "lo"]:
-            run_in(None, offload_cmd(intf), check=False)
-    apply_qdisc_plan(net, qdisc_plan(t, aqm))
+            jobs.setdefault(None, []).append((offload_cmd(intf), False, None))
+    run_node_scripts(net, qdisc_plan_jobs(qdisc_plan(t, aqm), jobs))
     at = ", ".join(str(k) for k in t["aqm_hops"]) or "none"
     log(f"chain up: {t['hops']} hops of {t['hop_mbps']} Mb/s, buffer {t['buffer_pkts']}; "
         f"{aqm['forward']['kind']} {' '.join(map(str, aqm['forward']['args']))} at hop(s) {at}, DropTail "

@@ -15,8 +15,8 @@ needs Debian's mininet package and root.
 """
 from __future__ import annotations
 
-from topologies.tc import (access_shaper_cmds, apply_qdisc_plan, bottleneck_cmds, netem_port_cmds, offload_cmd,
-                           run_in)
+from topologies.tc import (access_shaper_cmds, bottleneck_cmds, netem_port_cmds, offload_cmd, qdisc_plan_jobs, run_in,
+                           run_node_scripts)
 
 LEFT = ("a1", "a2", "a3")
 RIGHT = ("b1", "b2", "b3")
@@ -205,26 +205,26 @@ def build(topo: dict, aqm: dict, log=print, p4_log=None):
 
 
 def _configure(net, topo, aqm, plan, log):
+    jobs: dict = {}
     for r in ROUTERS:
-        node = net.get(r)
+        cmds = jobs.setdefault(r, [])
         for intf, cidr in plan["routers"][r].items():
             if intf != "route":
-                run_in(node, ["ip", "addr", "flush", "dev", intf])
-                run_in(node, ["ip", "addr", "add", cidr, "dev", intf])
-                run_in(node, ["ip", "link", "set", intf, "up", "mtu", "1500"])
+                cmds += [(["ip", "addr", "flush", "dev", intf], True, None),
+                         (["ip", "addr", "add", cidr, "dev", intf], True, None),
+                         (["ip", "link", "set", intf, "up", "mtu", "1500"], True, None)]
         dst, via = plan["routers"][r]["route"]
-        run_in(node, ["ip", "route", "replace", dst, "via", via])
-        run_in(node, ["sysctl", "-qw", "net.ipv4.ip_forward=1"])
+        cmds += [(["ip", "route", "replace", dst, "via", via], True, None),
+                 (["sysctl", "-qw", "net.ipv4.ip_forward=1"], True, None)]
     for n in (*HOSTS, *ROUTERS):
-        node = net.get(n)
-        for intf in node.intfNames():
+        for intf in net.get(n).intfNames():
             if intf != "lo":
-                run_in(node, offload_cmd(intf), check=False)  # some features are fixed on veth
-                run_in(node, ["ip", "link", "set", intf, "mtu", "1500"])
+                jobs.setdefault(n, []).extend([(offload_cmd(intf), False, None),   # some features are fixed on veth
+                                               (["ip", "link", "set", intf, "mtu", "1500"], True, None)])
     for sw in ("sL", "sR"):
         for intf in [sw] + [i for i in net.get(sw).intfNames() if i != "lo"]:
-            run_in(None, offload_cmd(intf), check=False)
-    apply_qdisc_plan(net, qdisc_plan(topo, aqm))
+            jobs.setdefault(None, []).append((offload_cmd(intf), False, None))
+    run_node_scripts(net, qdisc_plan_jobs(qdisc_plan(topo, aqm), jobs))
     where = f"P4 switch {P4_SWITCH}" if is_p4(aqm) else "rl-eth1"
     log(f"dumbbell up: bottleneck ({where}) {topo['bottleneck_mbps']} Mb/s {aqm['forward']['kind']} "
         f"{' '.join(map(str, aqm['forward']['args']))}, reverse {aqm['reverse']['kind']}, "

@@ -2,13 +2,15 @@
 they run in Mininet's nodes: a bottleneck (htb with the AQM as its only leaf), a host's access shaper (tbf),
 a bridge port's delay line (netem), offloads off.
 
-The commands are pure functions (argv lists, testable without Mininet); run_in and apply_qdisc_plan need
+The commands are pure functions (argv lists, testable without Mininet); run_in and run_node_scripts need
 Mininet's nodes, in the guest as root.
 """
 from __future__ import annotations
 
 import os
+import shlex
 import subprocess
+from concurrent.futures import ThreadPoolExecutor
 
 from contract import qdiscs
 
@@ -60,13 +62,16 @@ def offload_cmd(dev: str) -> list[str]:
             "tx", "off", "rx", "off"]
 
 
+def tc_lib_env(kind: str) -> dict:
+    """What tc needs in its environment for a qdisc of this kind: favorlab's qdiscs find their plugins
+    (q_favor.so...) in favorlab's own TC_LIB_DIR, which only their commands get: stock tc reads netem's
+    distribution tables from the default one."""
+    return {"TC_LIB_DIR": FAVOR_TC_LIB} if kind in FAVORLAB_QDISCS else {}
+
+
 def tc_env(kind: str) -> dict:
-    """Environment for tc: the plugins of favorlab's qdiscs (q_favor.so...) live in favorlab's own TC_LIB_DIR,
-    which only their commands get: stock tc reads netem's distribution tables from the default one."""
-    env = dict(os.environ)
-    if kind in FAVORLAB_QDISCS:
-        env["TC_LIB_DIR"] = FAVOR_TC_LIB
-    return env
+    """The whole environment of a tc command for a qdisc of this kind (tc_lib_env)."""
+    return {**os.environ, **tc_lib_env(kind)}
 
 
 def run_in(node, argv: list[str], env: dict | None = None, check=True) -> str:
@@ -79,11 +84,40 @@ def run_in(node, argv: list[str], env: dict | None = None, check=True) -> str:
     return p.stdout
 
 
-def apply_qdisc_plan(net, plan: dict) -> None:
-    """Run a topology's qdisc plan ({node or "root": [(tc commands, qdisc kind), ...]}) in its nodes, each
-    with the tc environment its kind needs."""
+def node_script(cmds: list[tuple[list[str], bool, str | None]]) -> str:
+    """One node's commands as one shell script: (argv, check, qdisc kind or None) each, in order. A checked
+    command that fails ends the script naming it; an unchecked one (ethtool on a veth whose features are
+    fixed) is silent. A command for one of favorlab's qdiscs gets the tc plugin directory (tc_env)."""
+    lines = []
+    for argv, check, kind in cmds:
+        cmd = shlex.join(argv)
+        extra = tc_lib_env(kind)
+        if extra:
+            cmd = "env " + " ".join(f"{k}={shlex.quote(v)}" for k, v in extra.items()) + " " + cmd
+        if check:
+            lines.append(f"{cmd} || {{ echo {shlex.quote('failed: ' + shlex.join(argv))} >&2; exit 1; }}")
+        else:
+            lines.append(f"{cmd} >/dev/null 2>&1 || true")
+    return "\n".join(lines)
+
+
+def run_node_scripts(net, jobs: dict) -> None:
+    """{node name, or None for the root namespace: [(argv, check, kind), ...]}: each node's commands as one
+    process (node_script), the nodes at once. One process per command cost tens of milliseconds each in
+    a TCG guest, seconds per topology; the nodes are separate namespaces, so their order does not matter,
+    while each node's own commands keep theirs."""
+    def one(item):
+        name, cmds = item
+        if cmds:
+            run_in(None if name is None else net.get(name), ["sh", "-c", node_script(cmds)])
+    with ThreadPoolExecutor(max_workers=8) as pool:
+        list(pool.map(one, jobs.items()))
+
+
+def qdisc_plan_jobs(plan: dict, jobs: dict) -> dict:
+    """A topology's qdisc plan ({node or "root": [(tc commands, qdisc kind), ...]}) added to jobs
+    (run_node_scripts'), after what each node already has."""
     for node_name, items in plan.items():
-        node = None if node_name == "root" else net.get(node_name)
-        for cmds, kind in items:
-            for c in cmds:
-                run_in(node, c, env=tc_env(kind))
+        key = None if node_name == "root" else node_name
+        jobs.setdefault(key, []).extend((c, True, kind) for cmds, kind in items for c in cmds)
+    return jobs
