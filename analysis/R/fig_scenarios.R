@@ -46,6 +46,7 @@ fig_F27 <- function(t, out) {
   if (!nrow(fl)) return(skip_fig("F27", "needs runs at IW 2 and IW 10 of one scenario"))
   # the same flows at both IWs and under both AQMs (one schedule per load and replication)
   fl[, scen := sweep]
+  same_schedule(fl, c("scen", "load", "replication"), "F27")
   fl[, aqm_iw := paste(aqm, iw)]
   k <- fl[, .(n = uniqueN(aqm_iw)), by = .(scen, load, replication, flow_id)]
   fl <- merge(fl, k[n == max(n), .(scen, load, replication, flow_id)], by = c("scen", "load", "replication", "flow_id"))
