@@ -372,6 +372,18 @@ baseline_context <- function(claim, tables, scen_key) {
        steady_note = steady$note, scheduled_L = if (nrow(scheduled)) num(scheduled$L) else numeric())
 }
 
+# A load the scenario ran that a pooled claim's pairs lack (a run invalid, or no flow complete under both), named
+# with the runs' validity: pooling without it weighs the other loads more.
+missing_loads_note <- function(runs, pair_loads) {
+  missing <- setdiff(sort(unique(num(runs$load))), unique(num(pair_loads)))
+  if (!length(missing)) return("")
+  why <- vapply(missing, function(l) {
+    invalid <- runs[num(load) == l & valid != 1]
+    if (nrow(invalid)) sprintf("%g (invalid: %s)", l, paste(aqm_label(invalid$aqm), collapse = ", ")) else sprintf("%g (no pair)", l)
+  }, "")
+  sprintf("loads missing from the pooled pairs: %s", paste(why, collapse = ", "))
+}
+
 # One baseline claim on one scenario: its row.
 baseline_claims <- function(claim, tables, judged_flows, scen_key) {
   if (claim$id == "C20") return(claim_C20(claim, tables, scen_key, NULL))
@@ -402,7 +414,7 @@ baseline_claims <- function(claim, tables, judged_flows, scen_key) {
       pair_flows(in_window[aqm_is_dt(aqm)], in_window[aqm_is_faq(aqm)])
     } else all_pairs
     n <- sprintf("%d paired flows", nrow(pairs))
-    note <- censoring_note(tables, scen_key, unique(c(droptail$aqm, faq$aqm)))
+    note <- c(missing_loads_note(runs, pairs$load), censoring_note(tables, scen_key, unique(c(droptail$aqm, faq$aqm))))
     used <- runs[run_id %in% c(pairs$run_id.a, pairs$run_id.b)]
     need <- claim$min_sample$paired_flows
     if (!nrow(pairs) || (!is.null(need) && nrow(pairs) < need))
@@ -419,5 +431,6 @@ baseline_claims <- function(claim, tables, judged_flows, scen_key) {
   for (col in intersect(PAIR_COLS, names(own))) if (col != "run_id") set(own, j = col, value = num(own[[col]]))
   if (!nrow(own)) return(verdict_row(claim, scen_key, "", "", "", NOTRUN, note = own_claim$not_run))
   judged <- own_claim$judge(claim, own, context)
-  row(judged, judged$n, runs_text(own$run_id), runs[run_id %in% own$run_id])
+  row(judged, judged$n, runs_text(own$run_id), runs[run_id %in% own$run_id],
+      missing_loads_note(runs[if (own_claim$aqm == "droptail") aqm_is_dt(aqm) else aqm_is_faq(aqm)], own$load))
 }
