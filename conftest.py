@@ -16,6 +16,7 @@ import os
 import shutil
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -32,30 +33,99 @@ def _no_guest(why: str):
     unavailable(f"the QEMU guest cannot run on this machine: {why}; runs wherever qemu and root are")
 
 
+def _guest_prerequisite_missing() -> str | None:
+    if not FAVORVM.is_file():
+        return f"{FAVORVM} does not exist"
+    for tool in ("qemu-system-x86_64", "debootstrap"):
+        if not shutil.which(tool):
+            return f"{tool} is not installed (./favorlab test installs it)"
+    if os.geteuid() != 0:
+        return "building the guest image needs root (debootstrap)"
+    return None
+
+
+def _start_guest_up():
+    """`orchestrate.testbeds up` of the shared guest as a process of its own, its output in a file."""
+    py = REPO / ".venv" / "bin" / "python"
+    out = tempfile.TemporaryFile(mode="w+")
+    proc = subprocess.Popen([str(py if py.exists() else sys.executable), "-m", "orchestrate.testbeds", "up",
+                             "--testbed", json.dumps({"kind": "local-vm", "vm_name": SHARED_VM})],
+                            cwd=REPO, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, text=True)
+    return proc, out
+
+
+# The shared guest's bring-up, started as soon as the session knows it will need it (below), so that the
+# image build, the boot and the provisioning (minutes on a fresh machine) overlap the tests that need no
+# guest, which run first. None until started.
+_GUEST_UP = None
+
+
+def _order(item) -> int:
+    """0: a test that needs no guest; 1: one that uses the shared guest; 2: one that starts a guest of its own
+    or builds an image. The first group runs while the shared guest comes up; the third after the second
+    has waited for that bring-up, so that no image build or boot of theirs runs beside it (two image
+    builds share a cache)."""
+    if "shared_guest" in item.fixturenames:
+        return 1
+    if item.get_closest_marker("guest") is not None or \
+            (item.get_closest_marker("slow") is not None and item.path.name == "test_favorvm.py"):
+        return 2
+    return 0
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_collection_modifyitems(session, config, items):
+    """The tests that need no guest first (in their usual order), then the guest tests; and the shared guest's
+    bring-up started now, in the background, when a guest test will need it."""
+    global _GUEST_UP
+    items[:] = sorted(items, key=_order)      # a stable sort: each group keeps its order
+    if any("shared_guest" in i.fixturenames for i in items) and not _guest_prerequisite_missing() \
+            and not config.getoption("collectonly"):
+        _GUEST_UP = _start_guest_up()
+
+
+def pytest_sessionfinish(session, exitstatus):
+    """A bring-up no test waited for (the session stopped before the guest tests): ended, and its guest
+    stopped, as the fixture would have."""
+    global _GUEST_UP
+    if _GUEST_UP is not None:
+        proc, out = _GUEST_UP
+        _GUEST_UP = None
+        if proc.poll() is None:
+            proc.terminate()
+            proc.wait(timeout=120)
+        out.close()
+        if os.environ.get("FAVORLAB_TEST_KEEP_VM") != "1":
+            subprocess.run([str(FAVORVM), "stop", "--name", SHARED_VM], capture_output=True, timeout=300)
+
+
 @pytest.fixture(scope="session")
 def shared_guest():
     """The shared guest as a config's testbed section ({"kind": "local-vm", "vm_name": ...}), up and
     provisioned with this checkout's tracked files. `provision_log` holds what `orchestrate.testbeds up`
     printed (Ansible's recap of the first provisioning among it)."""
-    if not FAVORVM.is_file():
-        _no_guest(f"{FAVORVM} does not exist")
-    for tool in ("qemu-system-x86_64", "debootstrap"):
-        if not shutil.which(tool):
-            _no_guest(f"{tool} is not installed (./favorlab test installs it)")
-    if os.geteuid() != 0:
-        _no_guest("building the guest image needs root (debootstrap)")
+    global _GUEST_UP
+    missing = _guest_prerequisite_missing()
+    if missing:
+        _no_guest(missing)
     testbed = {"kind": "local-vm", "vm_name": SHARED_VM}
-    py = REPO / ".venv" / "bin" / "python"
-    p = subprocess.run([str(py if py.exists() else sys.executable), "-m", "orchestrate.testbeds", "up",
-                        "--testbed", json.dumps(testbed)],
-                       cwd=REPO, capture_output=True, text=True, timeout=2400)
-    if p.returncode:
-        if "Traceback" in p.stderr or "FAILED" in p.stdout or "fatal:" in p.stdout:
+    proc, out = _GUEST_UP or _start_guest_up()
+    _GUEST_UP = None
+    try:
+        rc = proc.wait(timeout=2400)
+    except subprocess.TimeoutExpired:
+        proc.terminate()
+        rc = proc.wait(timeout=120)
+    out.seek(0)
+    stdout = out.read()
+    out.close()
+    if rc:
+        if "Traceback" in stdout or "FAILED" in stdout or "fatal:" in stdout:
             # the guest booted but provisioning (our DKMS role among others) failed: that is a failure
             subprocess.run([str(FAVORVM), "stop", "--name", SHARED_VM], capture_output=True)
-            pytest.fail(f"orchestrate.testbeds up failed:\n{p.stdout[-4000:]}\n{p.stderr[-2000:]}")
-        _no_guest(f"the guest does not start here: {p.stderr.strip()[-600:]}")
-    yield {**testbed, "provision_log": p.stdout}
+            pytest.fail(f"orchestrate.testbeds up failed:\n{stdout[-6000:]}")
+        _no_guest(f"the guest does not start here: {stdout.strip()[-600:]}")
+    yield {**testbed, "provision_log": stdout}
     if os.environ.get("FAVORLAB_TEST_KEEP_VM") != "1":
         subprocess.run([str(FAVORVM), "stop", "--name", SHARED_VM], capture_output=True, timeout=300)
 
