@@ -59,3 +59,15 @@ def test_experiment_plan_prints_the_config_and_its_pool():
     bad = subprocess.run([sys.executable, "-m", "orchestrate.config", "plan",
                           str(REPO / "config" / "nope.yaml")], capture_output=True, text=True)
     assert bad.returncode == 2 and "nope.yaml" in bad.stderr
+
+
+def test_an_attempt_that_timed_its_phases_counts_its_overhead_with_the_lease(tmp_path):
+    """overhead_s (attempts.json, with the job's lease and bring-up) is the attempt's overhead where it is
+    recorded; older attempts fall back to wall time minus traffic."""
+    run_dir(tmp_path, "quick", "a", 70, 20, [130])                       # 40
+    d = tmp_path / "quick" / "runs" / "b"
+    d.mkdir(parents=True)
+    (d / "run.json").write_text(json.dumps({"duration_s": 70, "drain_s": 20}))
+    (d / "attempts.json").write_text(json.dumps([{"attempt": 1, "wall_s": 100, "overhead_s": 14.5,
+                                                  "lease": {"kind": "local-vm"}}]))
+    assert sorted(plan.measured(tmp_path, "local-vm")["overheads"]) == [14.5, 40]
