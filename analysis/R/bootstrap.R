@@ -18,15 +18,14 @@ flow_col <- function(flows, col) {
   do.call(pmax, lapply(sides, function(s) num(flows[[s]])))
 }
 
-# The block length of the block bootstrap, in seconds of flow start time. Flows whose start times lie
-# further apart than the longer one's latency are never in the bottleneck together, so blocks as long as
-# most flows last (the 90th percentile of latency) hold the flows that share a congestion epoch, and
-# flows of different blocks seldom do. At least 1 s (the schedule's arrivals are seconds apart at low load)
-# and at most a fifth of the shortest schedule's span, so every schedule has five blocks or more to draw.
-block_length_s <- function(start, latency, schedule) {
-  span <- min(vapply(split(start, schedule), function(s) diff(range(s)), 0))
+# The block length of the block bootstrap in one schedule, in seconds of flow start time. Flows whose start
+# times lie further apart than the longer one's latency are never in the bottleneck together, so blocks as
+# long as most of the schedule's flows last (the 90th percentile of their latency) hold the flows that share
+# a congestion epoch, and flows of different blocks seldom do. At least 1 s (arrivals are seconds apart at
+# low load) and at most a fifth of the schedule's span, so that it has five blocks or more to draw.
+block_length_s <- function(start, latency) {
   epoch <- if (is.null(latency) || all(is.na(latency))) 1 else quantile(latency, 0.9, na.rm = TRUE, names = FALSE)
-  max(min(max(epoch, 1), span / 5), 1e-9)
+  max(min(max(epoch, 1), diff(range(start)) / 5), 1e-9)
 }
 
 # Within each schedule (load x replication of a scenario), the flows cut into blocks of start time, or
@@ -39,9 +38,12 @@ start_blocks <- function(flows, by_start = TRUE) {
   if (!by_start || is.null(start) || anyNA(start))
     return(list(blocks = lapply(split(rows, schedule), as.list), single = TRUE,
                 what = if (by_start) "no start times: blocks of one flow" else "blocks of one flow"))
-  len <- block_length_s(start, flow_col(flows, "latency_s"), schedule)
-  blocks <- lapply(split(rows, schedule), function(r) unname(split(r, floor((start[r] - min(start[r])) / len))))
-  list(blocks = blocks, single = FALSE, what = sprintf("%.3g s blocks of start time", len))
+  latency <- flow_col(flows, "latency_s")
+  by_schedule <- split(rows, schedule)
+  len <- vapply(by_schedule, function(r) block_length_s(start[r], latency[r]), 0)
+  blocks <- Map(function(r, l) unname(split(r, floor((start[r] - min(start[r])) / l))), by_schedule, len)
+  lengths_text <- if (diff(range(len)) < 0.005) sprintf("%.3g", len[1]) else sprintf("%.3g-%.3g", min(len), max(len))
+  list(blocks = blocks, single = FALSE, what = sprintf("%s s blocks of start time", lengths_text))
 }
 
 # The delete-one-replication jackknife of stat, with a t distribution of R - 1 degrees of freedom. Why a

@@ -114,12 +114,18 @@ test_that("every method honours its level, and p_above agrees with its interval"
                "block bootstrap over flows within 1 schedule\\(s\\) \\([0-9.]+ s blocks of start time, never narrower .*\\); .*not estimated")
 })
 
-test_that("the block is as long as most flows last, at least 1 s, and leaves five blocks per schedule", {
-  sched <- rep(c("a", "b"), each = 50)
-  start <- c(seq(0, 40, length.out = 50), seq(0, 30, length.out = 50))
-  expect_equal(block_length_s(start, rep(c(0.5, 3), c(80, 20)), sched), 3)     # 90th percentile of latency
-  expect_equal(block_length_s(start, rep(0.2, 100), sched), 1)                  # never below 1 s
-  expect_equal(block_length_s(start, rep(20, 100), sched), 6)                   # a fifth of the shorter 30 s schedule
+test_that("a schedule's block is as long as most of its flows last, at least 1 s, and leaves it five blocks", {
+  start <- seq(0, 40, length.out = 100)
+  expect_equal(block_length_s(start, rep(c(0.5, 3), c(80, 20))), 3)                  # 90th percentile of latency
+  expect_equal(block_length_s(start, rep(0.2, 100)), 1)                              # never below 1 s
+  expect_equal(block_length_s(seq(0, 30, length.out = 100), rep(20, 100)), 6)        # a fifth of a 30 s schedule
+  # each schedule its own: a busy load's long latencies do not lengthen a light load's blocks
+  within <- seq(0, 39.6, length.out = 100)
+  d <- data.table(load = rep(c(0.25, 0.85), each = 100), replication = 0, start_s = c(within, within),
+                  latency_s = rep(c(0.5, 4), each = 100))
+  plan <- start_blocks(d)
+  expect_equal(lengths(plan$blocks, use.names = FALSE), c(40, 10))
+  expect_equal(plan$what, "1-4 s blocks of start time")
   # without start times a block is one flow, and the method says so; with them the interval holds that one
   d <- sim_runs(1, 0.2)
   blocks <- boot_ci(d, sim_stat, B = 100)
