@@ -133,3 +133,13 @@ test_that("a schedule's block is as long as most of its flows last, at least 1 s
   expect_match(single$method, "no start times: blocks of one flow")
   expect_true(all(blocks$lo <= single$lo & blocks$hi >= single$hi))
 })
+
+test_that("for a mean over replications of equal size the jackknife is the t interval over their means", {
+  set.seed(38)
+  d <- data.table(load = 0.5, replication = rep(0:5, each = 50), x = rnorm(300) + rep(rnorm(6), each = 50))
+  ci <- boot_ci(d, function(s) mean(s$x))
+  means <- d[, .(m = mean(x)), by = replication]$m
+  t_ci <- t.test(means)$conf.int
+  expect_equal(c(ci$lo, ci$hi), as.numeric(t_ci), tolerance = 1e-10)
+  expect_equal(ci$p_above(0), t.test(means, alternative = "greater")$p.value, tolerance = 1e-10)
+})
