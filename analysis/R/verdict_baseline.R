@@ -227,7 +227,7 @@ claim_C2 <- function(claim, flows, context) {
 C14_BOWL <- c("11-20", "21-50", "51-100")
 claim_C14 <- function(claim, flows, context) {
   need <- claim$min_sample$flows_per_class
-  bowl <- flows[as.character(length_class(L)) %in% C14_BOWL, .N, by = .(cls = as.character(length_class(L)))][N >= need]$cls
+  bowl <- intersect(C14_BOWL, flows[as.character(length_class(L)) %in% C14_BOWL, .N, by = .(cls = as.character(length_class(L)))][N >= need]$cls)
   statistic <- function(sample) {
     of_bowl <- vapply(bowl, function(k) p_favor(sample[as.character(length_class(L)) == k]), 0)
     c(p_favor(sample[num(L) == 2]), if (length(of_bowl)) min(of_bowl) else NA_real_, p_favor(sample[num(L) >= 100]))
@@ -252,7 +252,7 @@ claim_C15 <- function(claim, flows, context) {
   drops_of <- function(x) sum(num(x$fav_pushout_victim) + num(x$fav_drop_favored) + num(x$fav_drop_standard), na.rm = TRUE)
   drops <- drops_of(flows)
   flows <- copy(flows)[, cls := as.character(length_class(L))]
-  classes <- sort(unique(flows$cls))
+  classes <- intersect(levels(length_class(1)), flows$cls)
   classes <- classes[vapply(classes, function(k) drops_of(flows[cls == k]) >= claim$min_sample$drops_per_class, TRUE)]
   statistic <- function(sample) {
     overall <- pushout_share(sample)
@@ -363,12 +363,10 @@ claim_C20 <- function(claim, tables, scen_key, context) {
 # bands are judged) and the sizes of every flow its runs scheduled (a population the config never had).
 baseline_context <- function(claim, tables, scen_key) {
   runs <- tables$runs[scen == scen_key]
-  paper <- read_paper_scenario()
   first <- runs[1]
-  is_paper <- all(vapply(names(paper), function(k) k %in% names(first) && identical(as.character(first[[k]]), as.character(paper[[k]])), TRUE))
   steady <- steady_runs(claim, runs)
   scheduled <- tables$flows[scen == scen_key]
-  list(profile = first$profile, bottleneck_mbps = first$bottleneck_mbps, runs = steady$runs, paper_scenario = is_paper,
+  list(profile = first$profile, bottleneck_mbps = first$bottleneck_mbps, runs = steady$runs, paper_scenario = is_paper_scenario(first),
        steady_note = steady$note, scheduled_L = if (nrow(scheduled)) num(scheduled$L) else numeric())
 }
 
@@ -415,6 +413,7 @@ baseline_claims <- function(claim, tables, judged_flows, scen_key) {
     } else all_pairs
     n <- sprintf("%d paired flows", nrow(pairs))
     note <- c(missing_loads_note(runs, pairs$load), censoring_note(tables, scen_key, unique(c(droptail$aqm, faq$aqm))))
+    note <- note[nzchar(note)]
     used <- runs[run_id %in% c(pairs$run_id.a, pairs$run_id.b)]
     need <- claim$min_sample$paired_flows
     if (!nrow(pairs) || (!is.null(need) && nrow(pairs) < need))

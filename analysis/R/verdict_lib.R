@@ -12,6 +12,9 @@ read_claims <- function(path = CLAIMS_YAML()) {
 }
 # The scenario the paper's numbers come from (claims.yaml paper_scenario): run.csv columns and their values.
 read_paper_scenario <- function(path = CLAIMS_YAML()) yaml::read_yaml(path)$paper_scenario
+# Whether a run (a run.csv row) is of that scenario, where the paper's numbers are judged.
+is_paper_scenario <- function(run, paper = read_paper_scenario())
+  all(vapply(names(paper), function(k) k %in% names(run) && identical(as.character(run[[k]]), as.character(paper[[k]])), TRUE))
 `%||%` <- function(a, b) if (is.null(a)) b else a
 
 # One row of the verdict. method: how its intervals were made (bootstrap.R); margin: the claim's margins and
@@ -79,9 +82,7 @@ CLAIM_KINDS <- list(
   iw_sweep = list(needs_flows = TRUE, judge = function(claim, tables, valid_flows)
     sweep_claim(claim, tables, copy(valid_flows), "iw")),
   persistent = list(needs_flows = TRUE, judge = function(claim, tables, valid_flows) PERSISTENT_CLAIMS[[claim$id]](claim, tables)),
-  # the model's fit and its interval on P(Z = 1) are R/model.R's; the claim's judge is not wired yet
-  model = list(needs_flows = FALSE, judge = function(claim, tables, valid_flows)
-    list(not_run(claim, "the model's test (R/model.R's fit with an interval on P(Z = 1)) is not wired into the verdict yet"))))
+  model = list(needs_flows = TRUE, judge = function(claim, tables, valid_flows) claim_C22(claim, tables)))
 
 verdict <- function(tables, claims = read_claims()) {
   valid_flows <- metric_flows(tables)

@@ -269,3 +269,34 @@ claim_C19 <- function(claim, tables) {
                 method = ci$method, used = tables$runs[run_id %in% c(pairs$run_id.a, pairs$run_id.b)])
   })
 }
+
+# C22 (F23, F24): the paper's model fits P(Favor | S = s) at loads 0.25 and 0.85, with P(Z = 1) about 0.25
+# and 0.7. R/model.R fits it per Table 1 scenario and load (model_fit_claim: P(Z = 1) with its interval,
+# refitting s1 and s2 on every resample, and the share of the variation across sizes the fit explains). The
+# parts: P(Z = 1) inside the paper's value +- tolerance at each of the two loads, from that interval (a band:
+# judged on the paper's scenario only); a load not run, or too few flows to fit, is undecided and named.
+# How well the model fits is reported (the share explained by the fit and by the paper's own parameters):
+# "correctly fits" gives no threshold to test.
+claim_C22 <- function(claim, tables) {
+  fits <- model_fit_claim(scope_tables(tables, "table1"))
+  if (!nrow(fits)) return(list(not_run(claim, "needs valid FaQ runs of Table 1 at load 0.25 or 0.85 with the favor trace")))
+  targets <- setNames(unlist(claim$target), names(PAPER_P_Z1))
+  lapply(unique(fits$scenario), function(scen_key) {
+    of_scen <- fits[scenario == scen_key]
+    paper <- is_paper_scenario(tables$runs[scen == scen_key][1])
+    parts <- lapply(names(targets), function(rho) {
+      fit <- of_scen[abs(load - as.numeric(rho)) < 1e-9]
+      label <- sprintf("P(Z = 1) at %s", rho)
+      if (!nrow(fit) || fit$status != "fit") return(undecided_part(sprintf("%s (%s)", label, if (nrow(fit)) fit$note else "load not run")))
+      if (!paper) return(part_reported(label, "the paper's P(Z = 1) is fitted to ns-2 at 10 Mb/s: judged only on the paper's scenario"))
+      interval_part(fit$low, fit$high, targets[[rho]] - claim$tolerance, targets[[rho]] + claim$tolerance, label)
+    })
+    text <- sprintf("%g: P(Z = 1) %.2f [%.2f, %.2f], s1 %g, s2 %g, explained %s (paper's parameters %s), %d flows", of_scen$load,
+                    of_scen$p_z1, of_scen$low, of_scen$high, of_scen$s1, of_scen$s2, pct(of_scen$explained), pct(of_scen$paper_explained),
+                    as.integer(of_scen$flows))
+    used <- tables$runs[scen == scen_key & aqm_is_faq(aqm) & num(load) %in% of_scen$load]
+    verdict_row(claim, scen_key, paste(text, collapse = "; "), "P(Z = 1) per load, in the text",
+                sprintf("%s flows", paste(as.integer(of_scen$flows), collapse = " + ")), decide(parts), runs_text(used$run_id),
+                not_run_note(parts), method = paste(unique(of_scen$interval[nzchar(of_scen$interval)]), collapse = "; "), used = used)
+  })
+}

@@ -292,3 +292,44 @@ test_that("C19 holds only within its margins: a small loss holds, a flat interva
   noisy <- function(a, ld, L, i) if (a == "favor") ifelse(i %% 40 == 0, 10, 0.775) else rep(1, length(i))
   expect_equal(status(judge(flood_tables(noisy), "C19"), "C19"), INSUFF)
 })
+
+# The favor trace's columns on FaQ's flows: favored data packets share(L) of each flow, one drop per flow, a
+# push-out with probability pushout(L) (as every i-th flow).
+with_favor <- function(t, share, pushout = function(L) 0.3) {
+  size <- num(t$flows$L); i <- as.integer(t$flows$flow_id)
+  set(t$flows, j = "fav_favored_data", value = as.character(round(share(size) * size)))
+  pushed <- (i * 7919) %% 10 < 10 * pushout(size)                 # spread over the schedule, not in runs of start time
+  set(t$flows, j = "fav_pushout_victim", value = as.character(as.integer(pushed)))
+  set(t$flows, j = "fav_drop_favored", value = "0")
+  set(t$flows, j = "fav_drop_standard", value = as.character(as.integer(!pushed)))
+  t
+}
+bowl <- function(L) ifelse(L == 2, 1, ifelse(L >= 100, 0.7, ifelse(L > 20 & L <= 50, 0.5, 0.9)))
+
+test_that("C14 reads the bowl's bottom, not its mean, and is not run without 2-packet flows", {
+  v <- judge(with_favor(synth_tables(faq_better, n = 600, loads = 0.55, sizes = c(2, 15, 30, 60, 120, 300)), bowl), "C14")
+  expect_equal(status(v, "C14"), HOLDS)                       # the bowl's mean (about 79 %) is far from 50 %: its bottom is 50 %
+  expect_match(v$ours, "^100.0% / 50.0% \\(lowest of 11-20, 21-50, 51-100\\) / 70.0%")
+  v <- judge(with_favor(synth_tables(faq_better, n = 600, loads = 0.55, sizes = c(15, 30, 60, 120, 300)), bowl), "C14")
+  expect_equal(status(v, "C14"), NOTRUN)
+  expect_match(v$note, "2 packets not run: the config's size distribution produced no such flow")
+})
+
+test_that("C15 holds when push-outs are 30 % in every length class, and fails when one class takes twice its share", {
+  sizes <- c(5, 30, 300)
+  v <- judge(with_favor(synth_tables(faq_better, n = 1500, loads = 0.55, sizes = sizes), bowl), "C15")
+  expect_equal(status(v, "C15"), HOLDS)
+  v <- judge(with_favor(synth_tables(faq_better, n = 1500, loads = 0.55, sizes = sizes), bowl, function(L) ifelse(L >= 100, 0.6, 0.3)), "C15")
+  expect_equal(status(v, "C15"), FAILS)
+  expect_match(v$ours, "201-500 \\+2[0-9].[0-9]%")
+})
+
+test_that("C13 cannot hold on two AQMs with the same recovery ratio, whatever their level", {
+  rto <- function(a, ld, L, i) as.integer(i %% 100 < 47)               # 47 %: inside both AQMs' bands
+  fr <- function(a, ld, L, i) as.integer(i %% 100 >= 47)
+  expect_equal(status(judge(synth_tables(faq_better, rto = rto, fr = fr, loads = 0.55), "C13"), "C13"), FAILS)
+  # the paper's 56 % and 38 %, the flows that recover by RTO spread over the schedule (not in runs of start time)
+  rto_faq <- function(a, ld, L, i) as.integer((i * 7919) %% 100 < (if (a == "favor") 38 else 56))
+  fr_faq <- function(a, ld, L, i) 1L - rto_faq(a, ld, L, i)
+  expect_equal(status(judge(synth_tables(faq_better, rto = rto_faq, fr = fr_faq, loads = 0.55, n = 600), "C13"), "C13"), HOLDS)
+})
