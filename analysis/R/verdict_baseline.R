@@ -348,8 +348,10 @@ claim_C20 <- function(claim, tables, scen_key, context) {
   if (nrow(schedules) < claim$min_sample$schedules)
     return(verdict_row(claim, scen_key, "", "", n, INSUFF, runs_used, sprintf("fewer than %d schedules with a valid DropTail and FaQ run",
                                                                               claim$min_sample$schedules), used = used))
-  tests <- lapply(ratios, function(d) list(two = t.test(d), p_hold = t.test(d, alternative = "greater")$p.value,
-                                           p_fail = t.test(d, alternative = "less")$p.value))
+  # the same ratio in every schedule leaves no spread to test against: undecided
+  tests <- lapply(ratios, function(d) if (anyNA(d) || sd(d) == 0) list(two = list(estimate = mean(d), conf.int = c(NA, NA)), p_hold = NA, p_fail = NA)
+                                      else list(two = t.test(d), p_hold = t.test(d, alternative = "greater")$p.value,
+                                                p_fail = t.test(d, alternative = "less")$p.value))
   parts <- mapply(function(t, label) claim_part(t$p_hold, t$p_fail, label), tests, c("mean", "variability"), SIMPLIFY = FALSE)
   ratio_text <- function(t) sprintf("%.3g [%.3g, %.3g]", exp(t$two$estimate), exp(t$two$conf.int[1]), exp(t$two$conf.int[2]))
   verdict_row(claim, scen_key, sprintf("DT/FaQ flows in the system: mean %s, noise sd %s (geometric means over schedules)",

@@ -333,3 +333,24 @@ test_that("C13 cannot hold on two AQMs with the same recovery ratio, whatever th
   fr_faq <- function(a, ld, L, i) 1L - rto_faq(a, ld, L, i)
   expect_equal(status(judge(synth_tables(faq_better, rto = rto_faq, fr = fr_faq, loads = 0.55, n = 600), "C13"), "C13"), HOLDS)
 })
+
+test_that("claims.yaml: every margin, band and threshold has its reason, and every no-worse or equivalence test its margin", {
+  for (claim in read_claims()) {
+    test <- paste(claim$test, collapse = " ")
+    if (grepl("no_worse|equivalent|no peak", test)) expect_false(is.null(claim$margin), label = paste(claim$id, "margin"))
+    if (!is.null(claim$margin)) expect_true(nzchar(claim$margin_reason %||% ""), label = paste(claim$id, "margin_reason"))
+    if (!is.null(claim$target)) expect_true(nzchar(claim$tolerance_reason %||% ""), label = paste(claim$id, "tolerance_reason"))
+    if (!is.null(claim$unchanged_s)) expect_true(nzchar(claim$unchanged_reason %||% ""), label = paste(claim$id, "unchanged_reason"))
+  }
+  expect_setequal(names(read_paper_scenario()), c("bottleneck_mbps", "profile", "dataplane", "iw"))
+})
+
+test_that("C20 compares the flows in the system per schedule over three or more schedules, never over one", {
+  t <- synth_tables(faq_better, loads = c(0.15, 0.55, 0.95), n = 50)
+  t$runs[, `:=`(in_system_mean = ifelse(aqm == "favor", 6 + load, 9 * (1 + load)), in_system_noise_sd = ifelse(aqm == "favor", 2, 3 + load))]
+  v <- judge(t, "C20")
+  expect_equal(status(v, "C20"), HOLDS)
+  expect_match(v$method, "paired t over 3 schedules")
+  one <- copy(t); one$runs <- one$runs[num(load) == 0.55]
+  expect_equal(status(judge(one, "C20"), "C20"), INSUFF)
+})
