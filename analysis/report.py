@@ -404,6 +404,15 @@ INTERVAL_METHODS = [
 ]
 
 
+# How a claim of several parts is decided (analysis/claims.yaml's header holds the full rule).
+DECISION_RULE = ("Each part of a claim is a one-sided test at 2.5 %, decided exactly when the 95 % interval "
+                 "in its row decides it; a <i>no worse</i> or <i>similar</i> part uses the <i>margin</i> shown in its "
+                 "row, and the paper's numbers (bands) are judged only on its own 10 Mb/s scenario. A claim holds when "
+                 "every part holds (an intersection-union test: no correction needed); it does not hold when Holm's "
+                 "step-down over its parts rejects one, so a true claim of many parts is called false with chance "
+                 "at most 2.5 %.")
+
+
 def interval_methods(v):
     """The verdict header's account of its intervals: each method the rows used (their method column), how
     many rows, and what it does not estimate."""
@@ -441,7 +450,8 @@ def render(results, only=None):
                  "steady state</h2>" + unfinished_section(tables))
     parts.append("<h2>Verdict (analysis/claims.yaml; docs/paper-targets.md)</h2>")
     parts.append("<p>Each claim is judged on one scenario with the test and minimum sample it states. "
-                 "<i>insufficient data</i>: too few flows, or an interval that does not decide.</p>" + interval_methods(v))
+                 "<i>insufficient data</i>: too few flows, or an interval that does not decide.</p>" + interval_methods(v)
+                 + "<p>" + DECISION_RULE + "</p>")
     parts.append(table(v, [c for c in VERDICT_COLS if c in v[0]], "status") if v
                  else "<p>verdict.csv missing: run <code>Rscript analysis/R/verdict.R</code>.</p>")
     rank = ranking_section(os.path.join(results, "figures"))
