@@ -354,3 +354,18 @@ test_that("C20 compares the flows in the system per schedule over three or more 
   one <- copy(t); one$runs <- one$runs[num(load) == 0.55]
   expect_equal(status(judge(one, "C20"), "C20"), INSUFF)
 })
+
+test_that("C21: the persistent flows' shares vary less with FaQ, judged per schedule on the same flows under both AQMs", {
+  t <- synth_tables(faq_better, loads = 0.2, n = 50)
+  with_persistent <- function(spread) {
+    shares <- rbindlist(lapply(c("droptail", "favor"), function(a) data.table(
+      run_id = t$runs[aqm == a]$run_id, src = "a1", dst = "b1", stream = as.character(0:29),
+      share_pct = as.character(1.8 + (if (a == "droptail") spread else 0.2) * sin(1:30 * 2.3)))))
+    t$persistent <- merge(shares, t$runs[, .(run_id, aqm, load, replication, valid, scen)], by = "run_id")
+    t
+  }
+  v <- judge(with_persistent(1.5), "C21")
+  expect_equal(status(v, "C21"), HOLDS)
+  expect_match(v$ours, "^load 0.2 rep 0: DT/FaQ variance 56.[23] \\[.* over 30 flows$")
+  expect_equal(status(judge(with_persistent(0.2), "C21"), "C21"), INSUFF)
+})
