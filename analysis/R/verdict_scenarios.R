@@ -16,7 +16,7 @@ sweep_claim <- function(claim, tables, flows, axis) {
     of_sweep <- flows[sweep == sweep_key]
     steady <- steady_runs(claim, tables$runs[run_id %in% of_sweep$run_id])
     judged <- if (axis == "iw") claim_C18(claim, of_sweep[run_id %in% steady$runs$run_id]) else claim_C16(claim, of_sweep[run_id %in% steady$runs$run_id])
-    notes <- c(judged$note, steady$note)
+    notes <- c(not_run_note(judged$parts), judged$note, steady$note)
     verdict_row(claim, paste(sweep_key, "(", axis, "swept)"), judged$ours, judged$interval, judged$n, decide(judged$parts),
                 runs_text(of_sweep$run_id), paste(notes[nzchar(notes)], collapse = "; "), method = judged$method, used = steady$runs)
   })
@@ -41,9 +41,31 @@ claim_C16 <- function(claim, flows) {
   parts <- lapply(judged, `[[`, "part")
   decided_sizes <- unique(unlist(lapply(judged, function(x) if (!is.na(x$part$p_hold)) x$buffer)))
   if (length(decided_sizes) < claim$min_sample$buffer_sizes) parts <- c(parts, list(undecided_part("too few buffer sizes decided")))
-  list(ours = paste(vapply(judged, `[[`, "", "text"), collapse = "; "), interval = "per buffer size and load, in the text",
+  plateau <- c16_plateau(claim, flows)
+  parts <- c(parts, plateau$parts)
+  list(ours = paste(c(vapply(judged, `[[`, "", "text"), plateau$text), collapse = "; "), interval = "per buffer size and load, in the text",
        n = sprintf("%d buffer sizes, %d decided", length(sizes), length(decided_sizes)), parts = parts,
        method = paste(unique(Filter(nzchar, vapply(judged, `[[`, "", "method"))), collapse = "; "))
+}
+# C16's "no change past about 60 packets": per load, FaQ's mean latency at the smallest and the largest buffer
+# of plateau_pkts or more, on the same flows, equivalent within the margin (relative to the smaller buffer's).
+# A sweep without two such buffer sizes never ran that part.
+c16_plateau <- function(claim, flows) {
+  big <- sort(unique(num(flows$buffer_pkts)))
+  big <- big[big >= claim$plateau_pkts]
+  label <- sprintf("no change past %g packets", claim$plateau_pkts)
+  if (length(big) < 2) return(list(parts = list(part_not_run(label, sprintf("the sweep has fewer than two buffer sizes of %g packets or more",
+                                                                              claim$plateau_pkts))), text = character()))
+  faq <- flows[aqm_is_faq(aqm)]
+  judged <- lapply(sort(unique(num(faq$load))), function(load_value) {
+    of_load <- faq[num(load) == load_value]
+    pairs <- pair_flows(of_load[num(buffer_pkts) == min(big)], of_load[num(buffer_pkts) == max(big)], c("load", "replication"))
+    at <- sprintf("%s at %g (FaQ, %g vs %g pkts)", label, load_value, min(big), max(big))
+    if (nrow(pairs) < claim$min_sample$paired_flows_per_size) return(list(part = undecided_part(at), text = sprintf("%s: %d pairs", at, nrow(pairs))))
+    ci <- boot_ci(pairs, relative_latency_gain)
+    list(part = equivalent_part(ci, 1, claim$margin$plateau_latency, at), text = sprintf("%s: %s %s", at, signed_pct(ci$est), ci_text(ci, 1, signed_pct)))
+  })
+  list(parts = lapply(judged, `[[`, "part"), text = vapply(judged, `[[`, "", "text"))
 }
 claim_C18 <- function(claim, flows) {
   by <- c("load", "replication")

@@ -183,13 +183,22 @@ test_that("a load whose FaQ run is invalid leaves C4 insufficient, named; an uns
   expect_equal(v[claim == "C4"]$steady, "all 6 steady")
 })
 
-test_that("C16 needs two buffer sizes with DropTail and FaQ pairs, and judges each load apart", {
-  only_dt_at_60 <- synth_tables(faq_better, loads = 0.55, buffers = c(8, 60),
+test_that("C16 needs two buffer sizes with DropTail and FaQ pairs, judges each load apart, and tests the plateau past 60 packets", {
+  only_dt_at_60 <- synth_tables(faq_better, loads = 0.55, buffers = c(8, 60, 100),
                                 valid = function(a, ld, b, w) !(a == "favor" && b == 60))
   expect_equal(status(judge(only_dt_at_60, "C16"), "C16"), INSUFF)
-  v <- judge(synth_tables(faq_better, loads = c(0.55, 0.95), buffers = c(8, 60)), "C16")
+  v <- judge(synth_tables(faq_better, loads = c(0.55, 0.95), buffers = c(8, 60, 100)), "C16")
   expect_equal(status(v, "C16"), HOLDS)
-  expect_match(v$ours, "8 pkts at 0.55: .*8 pkts at 0.95: .*60 pkts at 0.55: .*60 pkts at 0.95: ")
+  expect_match(v$ours, "8 pkts at 0.55: .*8 pkts at 0.95: .*60 pkts at 0.55: .*100 pkts at 0.95: .*no change past 60 packets at 0.95")
+  # FaQ 20 % slower at 100 packets than at 60: the latency still changes past 60 packets
+  t <- synth_tables(faq_better, loads = 0.55, buffers = c(8, 60, 100))
+  t$flows[aqm == "favor" & num(buffer_pkts) == 100, latency_s := as.character(num(latency_s) * 1.2)]
+  t$flows[aqm == "droptail" & num(buffer_pkts) == 100, latency_s := as.character(num(latency_s) * 1.5)]
+  expect_equal(status(judge(t, "C16"), "C16"), FAILS)
+  # no two buffers of 60 packets or more: the plateau was never run, nor the claim
+  v <- judge(synth_tables(faq_better, loads = 0.55, buffers = c(8, 60)), "C16")
+  expect_equal(status(v, "C16"), NOTRUN)
+  expect_match(v$note, "no change past 60 packets not run: the sweep has fewer than two buffer sizes of 60 packets or more")
   expect_equal(status(judge(synth_tables(faq_better, loads = 0.55), "C16"), "C16"), NOTRUN)
 })
 
