@@ -49,13 +49,15 @@ claim_C16 <- function(claim, flows) {
 }
 # C16's "no change past about 60 packets": per load, FaQ's mean latency at the smallest and the largest buffer
 # of plateau_pkts or more, on the same flows, equivalent within the margin (relative to the smaller buffer's).
-# A sweep without two such buffer sizes never ran that part.
+# A sweep without two such buffer sizes leaves that part untested, and the claim insufficient data at best.
 c16_plateau <- function(claim, flows) {
   big <- sort(unique(num(flows$buffer_pkts)))
   big <- big[big >= claim$plateau_pkts]
   label <- sprintf("no change past %g packets", claim$plateau_pkts)
-  if (length(big) < 2) return(list(parts = list(part_not_run(label, sprintf("the sweep has fewer than two buffer sizes of %g packets or more",
-                                                                              claim$plateau_pkts))), text = character()))
+  if (length(big) < 2) {
+    why <- sprintf("%s: untested, the sweep has fewer than two buffer sizes of %g packets or more", label, claim$plateau_pkts)
+    return(list(parts = list(undecided_part(why)), text = why))
+  }
   faq <- flows[aqm_is_faq(aqm)]
   judged <- lapply(sort(unique(num(faq$load))), function(load_value) {
     of_load <- faq[num(load) == load_value]

@@ -195,10 +195,10 @@ test_that("C16 needs two buffer sizes with DropTail and FaQ pairs, judges each l
   t$flows[aqm == "favor" & num(buffer_pkts) == 100, latency_s := as.character(num(latency_s) * 1.2)]
   t$flows[aqm == "droptail" & num(buffer_pkts) == 100, latency_s := as.character(num(latency_s) * 1.5)]
   expect_equal(status(judge(t, "C16"), "C16"), FAILS)
-  # no two buffers of 60 packets or more: the plateau was never run, nor the claim
+  # no two buffers of 60 packets or more: the plateau is untested, the claim never holds
   v <- judge(synth_tables(faq_better, loads = 0.55, buffers = c(8, 60)), "C16")
-  expect_equal(status(v, "C16"), NOTRUN)
-  expect_match(v$note, "no change past 60 packets not run: the sweep has fewer than two buffer sizes of 60 packets or more")
+  expect_equal(status(v, "C16"), INSUFF)
+  expect_match(v$ours, "no change past 60 packets: untested, the sweep has fewer than two buffer sizes of 60 packets or more")
   expect_equal(status(judge(synth_tables(faq_better, loads = 0.55), "C16"), "C16"), NOTRUN)
 })
 
