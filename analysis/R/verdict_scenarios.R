@@ -141,11 +141,12 @@ claim_C8 <- function(claim, tables) {
     margin <- claim$margin$persistent_share
     share_part <- if (length(share_difference) < claim$min_sample$schedules) undecided_part(sprintf(
       "persistent share (%d schedule(s) with enough persistent flows: the total share is one number per run)", length(share_difference)))
+      else if (sd(share_difference) == 0) undecided_part("persistent share (the same difference in every schedule: no spread to test against)")
       else claim_part(max(t.test(share_difference, mu = -margin, alternative = "greater")$p.value,
                           t.test(share_difference, mu = margin, alternative = "less")$p.value),
                       min(t.test(share_difference, mu = -margin, alternative = "less")$p.value,
                           t.test(share_difference, mu = margin, alternative = "greater")$p.value), "persistent share equivalent")
-    share_ci <- if (length(share_difference) >= 2) t.test(share_difference)$conf.int else c(NA, NA)
+    share_ci <- if (length(share_difference) >= 2 && sd(share_difference) > 0) t.test(share_difference)$conf.int else c(NA, NA)
     parts <- c(in_system_parts, list(share_part))
     used_ids <- unlist(lapply(schedules, `[[`, "runs"))
     verdict_row(claim, scen_key,

@@ -64,7 +64,7 @@ test_that("C17 holds when FaQ completes clearly more flows in the same window", 
   expect_equal(v$status, HOLDS)
   expect_match(v$scenario, "^chain 10Mb/s buf8 IW2")
   expect_match(v$ours, "completed reference flows DT 300, FaQ 400 in 1 x 290 s: FaQ/DT 1.33", fixed = TRUE)
-  expect_match(v$interval, "exact Poisson ratio on the pooled counts of 1 replication(s), cycles no more variable than a Poisson process's", fixed = TRUE)
+  expect_match(v$method, "exact Poisson ratio on the pooled counts of 1 replication(s), cycles no more variable than a Poisson process's", fixed = TRUE)
   # the exact interval of 400 vs 300 in equal windows: binom.test's, turned into a ratio
   b <- binom.test(400, 700)$conf.int
   expect_match(v$interval, sprintf("FaQ/DT [%.3g, %.3g]", b[1] / (1 - b[1]), b[2] / (1 - b[2])), fixed = TRUE)
@@ -78,7 +78,7 @@ test_that("C17 holds when FaQ completes clearly more flows in the same window", 
 test_that("with five replications or more the interval is a paired one over them", {
   v <- c17(chain_tables(done = function(a, r) if (a == "favor") 80 + 3 * r else 60 + 2 * r, reps = 0:4))
   expect_equal(v$status, HOLDS)
-  expect_match(v$interval, "paired t over 5 replications of log(FaQ/DT)", fixed = TRUE)
+  expect_match(v$method, "paired t over 5 replications of log(FaQ/DT)", fixed = TRUE)
   expect_match(v$ours, "DT 320, FaQ 430 in 5 x 290 s", fixed = TRUE)
   # the same counts in replications that disagree (FaQ ahead in three, behind in two) decide nothing
   mixed <- function(a, r) if (a == "favor") c(120, 30, 120, 30, 130)[r + 1] else c(60, 90, 60, 90, 20)[r + 1]
@@ -97,7 +97,7 @@ test_that("the closed loop's dispersion widens the interval: very variable cycle
   spiky <- function(m) ifelse(seq_len(m) %% 10 == 0, 100, 1)
   v <- c17(chain_tables(gaps = spiky))
   expect_equal(v$status, INSUFF)
-  expect_match(v$interval, "widened x2.[67]")
+  expect_match(v$method, "widened x2.[67]")
   expect_gt(chain_run_counts(chain_tables(gaps = spiky))[aqm == "favor"]$cycle_cv2, 5)
 })
 
