@@ -32,7 +32,7 @@ REPO = Path(__file__).resolve().parents[1]
 FAVORVM = REPO / "testbed" / "vm" / "favorvm"
 NAME = "smoke-jump"
 JUMP_ALIAS = "favorlab-test-bastion"
-RUN_ID = "dumbbell-10M-buf8-pareto30-paper-reno_droptail_load0.75_iw2_rep0"
+RUN_ID = "dumbbell-10M-buf8-lomax30-paper-reno_droptail_load0.75_iw2_rep0"
 
 
 def vm(*args, check=True):

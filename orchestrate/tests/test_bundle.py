@@ -20,10 +20,10 @@ from orchestrate import bundle as bd
 
 NAME = "bundle-test"
 # run ids as the config's matrix names them (_config: smoke.yaml at load 0.5 with two replications)
-RUN_IDS = [f"dumbbell-10M-buf8-pareto30-paper-reno_{aqm}_load0.50_iw2_rep{rep}" for aqm in ["droptail", "favor"]
+RUN_IDS = [f"dumbbell-10M-buf8-lomax30-paper-reno_{aqm}_load0.50_iw2_rep{rep}" for aqm in ["droptail", "favor"]
            for rep in [0, 1]]
 # a finished run the config's matrix does not have (an earlier version of the config): never bundled
-STALE = "dumbbell-10M-buf8-pareto30-paper-reno_favor_load0.90_iw2_rep0"
+STALE = "dumbbell-10M-buf8-lomax30-paper-reno_favor_load0.90_iw2_rep0"
 # Rscript: skipped where it is missing, failed under CI (the root conftest's fixture)
 need_r = pytest.mark.usefixtures("rscript")
 

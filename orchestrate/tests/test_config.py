@@ -102,7 +102,7 @@ def test_run_spec_maps_aqm_names_to_qdiscs():
     assert spec["aqm"]["forward"] == {"kind": "favor", "args": ["limit", "8"]}
     assert spec["aqm"]["reverse"] == {"kind": "pfifo", "args": ["limit", "8"]}
     assert spec["tcp"]["iw"] == 2 and spec["tcp"]["sack"] is False and spec["tcp"]["initial_rto_ms"] == 3000
-    assert spec["run_id"] == "dumbbell-10M-buf8-pareto30-paper-reno_favor_load0.75_iw2_rep0"
+    assert spec["run_id"] == "dumbbell-10M-buf8-lomax30-paper-reno_favor_load0.75_iw2_rep0"
 
 
 def test_snakemake_rejects_bad_config_before_any_job(tmp_path):
@@ -231,7 +231,7 @@ def test_sections_are_a_union_of_matrices_and_a_shared_run_is_made_once():
     assert len(ids) == len(set(ids))
     # table1: 2 loads x 2 AQMs; iw: its IW 2 runs at load 0.25 are table1's; sizes: 2 more
     assert len(runs) == 4 + 2 + 2
-    assert {r.section for r in runs if r.iw == 2 and r.size_tag == "pareto30" and r.load == 0.25} == {"table1"}
+    assert {r.section for r in runs if r.iw == 2 and r.size_tag == "lomax30" and r.load == 0.25} == {"table1"}
     lin = [r for r in runs if r.section == "sizes"]
     assert {r.cell for r in lin} == {"dumbbell-10M-buf8-exp6-linux-cubic"}
     spec = runspec.run_spec(cfg, lin[0])
@@ -323,8 +323,8 @@ def test_chain_section_makes_chain_runs_with_the_papers_defaults():
     cfg = validate(chain_config())
     runs = matrix.runs(cfg)
     assert sorted(r.run_id for r in runs) == [
-        "chain-10M-buf8-pareto30-paper-reno_droptail_load0.00_iw2_rep0",
-        "chain-10M-buf8-pareto30-paper-reno_favor_load0.00_iw2_rep0"]
+        "chain-10M-buf8-lomax30-paper-reno_droptail_load0.00_iw2_rep0",
+        "chain-10M-buf8-lomax30-paper-reno_favor_load0.00_iw2_rep0"]
     specs = {r.aqm: runspec.run_spec(cfg, r) for r in runs}
     fq, dt = specs["favor"], specs["droptail"]
     t = fq["topology"]
@@ -362,7 +362,7 @@ def test_chain_axes_and_keys_reach_run_json():
         reference={"warmup_cross_s": 4}))
     runs = matrix.runs(cfg)
     spec = runspec.run_spec(cfg, next(r for r in runs if r.aqm == "favor" and r.buffer_pkts == 16))
-    assert spec["run_id"] == "chain-20M-buf16-pareto30-paper-reno_favor_load0.00_iw2_rep0"
+    assert spec["run_id"] == "chain-20M-buf16-lomax30-paper-reno_favor_load0.00_iw2_rep0"
     t = spec["topology"]
     assert (t["hops"], t["hop_mbps"], t["buffer_pkts"], t["cross_delays_ms"], t["aqm_hops"]) == (3, 20, 16, [5, 50], [1, 2])
     assert spec["aqm"]["forward"]["args"] == ["limit", "16"] and spec["workload"]["warmup_cross_s"] == 4
@@ -414,8 +414,8 @@ def test_synflood_is_an_axis_that_keeps_the_schedule():
     runs = matrix.runs(cfg)
     assert len(runs) == 12 and {r.flood_x for r in runs} == {0.0, 0.1, 0.2, 0.3}
     by = {(r.aqm, r.flood_x): r for r in runs}
-    assert by[("favor", 0.0)].run_id == "dumbbell-10M-buf8-pareto30-paper-reno_favor_load0.50_iw2_rep0"
-    assert by[("favor", 0.3)].run_id == "dumbbell-10M-buf8-pareto30-paper-reno-syn0.3x_favor_load0.50_iw2_rep0"
+    assert by[("favor", 0.0)].run_id == "dumbbell-10M-buf8-lomax30-paper-reno_favor_load0.50_iw2_rep0"
+    assert by[("favor", 0.3)].run_id == "dumbbell-10M-buf8-lomax30-paper-reno-syn0.3x_favor_load0.50_iw2_rep0"
     assert len({r.schedule_id for r in runs}) == 1
     spec = runspec.run_spec(cfg, by[("favor_burst1", 0.2)])
     assert spec["flood"] == {"kind": "synflood", "rate_x": 0.2, "pps": pytest.approx(10e6 / 8 / 54 * 0.2),

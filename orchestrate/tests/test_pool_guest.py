@@ -123,7 +123,7 @@ def test_smoke_on_a_pool_of_two_guests_both_at_once_interrupted_and_resumed(tmp_
 
     # 3. both guests were leased, at the same time, in the first pipeline
     got = leases(results)
-    assert sorted(got) == [f"dumbbell-10M-buf8-pareto30-paper-reno_{a}_load0.75_iw2_rep0" for a in ("droptail", "favor")]
+    assert sorted(got) == [f"dumbbell-10M-buf8-lomax30-paper-reno_{a}_load0.75_iw2_rep0" for a in ("droptail", "favor")]
     for run, ls in got.items():
         assert ls and all(l["member"] in MEMBERS and l["host"] == "127.0.0.1" and l["port"] for l in ls), (run, ls)
         assert all(l["acquired_utc"] <= l["released_utc"] for l in ls), (run, ls)
