@@ -29,6 +29,7 @@ import pytest
 import yaml
 
 from analysis.tests.test_r import CLAIM_IDS   # one row per claim of analysis/claims.yaml, in its order
+from contract import rundir
 from orchestrate import matrix
 from orchestrate.config import read_config
 from tests.test_pipeline import require_guest, snakemake
@@ -183,6 +184,12 @@ def test_figures_config_cut_draws_every_figure(shared_guest, tmp_path):
     assert tries[-1]["valid"] == json.loads((faq / "fidelity.json").read_text())["valid"]
     with open(RESULTS / "tables" / faq.name / "run.csv", newline="") as f:
         assert next(csv.DictReader(f))["valid"] == str(int(tries[-1]["valid"]))    # the tables use the last
+
+    # every attempt says where its wall time went (attempts.json), and the report gives the medians per phase
+    for d in runs:
+        for t in json.loads((d / "attempts.json").read_text()):
+            assert t["phases_s"][rundir.TRAFFIC_PHASE] > 0 and 0 < t["overhead_s"] < t["wall_s"] + 60, (d.name, t)
+    assert "Where an attempt's wall time went" in (RESULTS / "report.html").read_text()
 
     # the verdict has a row for every claim, and the report says which points took retries
     assert list(verdict) == CLAIM_IDS, list(verdict)
