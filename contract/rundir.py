@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import re
+import time
 from pathlib import Path
 
 # The pipeline's run ids: <scenario and topology>_<aqm>_load<load>_iw<iw>_rep<n>. The Snakemake wildcard
@@ -32,6 +33,25 @@ PARTIAL = ".partial"        # <run_id>.partial/ while the run is made, renamed t
 # The manifest's phases_s: seconds per phase of the run, in order; this one is the traffic and its drain,
 # every other phase (of the runner and of the controller, in controller.json) is overhead around it
 TRAFFIC_PHASE = "traffic and drain"
+
+
+class Phases:
+    """The seconds of each phase, in order (phases_s), for the runner and the controller alike: a mark ends
+    the phase under way and begins the next (None ends it only), so marks at each step's start time a
+    whole sequence without nesting; a phase entered twice adds up."""
+
+    def __init__(self):
+        self.s: dict[str, float] = {}
+        self._at: tuple[str, float] | None = None
+
+    def mark(self, name: str | None) -> None:
+        now = time.monotonic()
+        if self._at is not None:
+            done, since = self._at
+            self.s[done] = round(self.s.get(done, 0.0) + now - since, 2)
+        self._at = (name, now) if name else None
+
+
 # written by the controller (orchestrate.remote, then orchestrate.run_step): the attempt's wall time and
 # its phases_s (the controller's own, then the runner's from the manifest)
 CONTROLLER = "controller.json"

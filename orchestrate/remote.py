@@ -28,7 +28,6 @@ import shutil
 import signal
 import subprocess
 import sys
-import time
 import uuid
 from pathlib import Path
 
@@ -290,28 +289,12 @@ def execute(ssh: Ssh, run_dir: Path, spec: Path | None, schedule: Path | None) -
         raise
 
 
-class Phases:
-    """Seconds per phase of the attempt as the controller sees it, in order; each mark ends the phase under
-    way. Written to the run directory's controller.json (phases_s), where orchestrate.run_step adds the
-    runner's own phases and the attempt's wall time."""
-
-    def __init__(self):
-        self.s: dict[str, float] = {}
-        self._at: tuple[str, float] | None = None
-
-    def mark(self, name: str | None) -> None:
-        now = time.monotonic()
-        if self._at:
-            self.s[self._at[0]] = round(now - self._at[1], 2)
-        self._at = (name, now) if name else None
-
-
 def _execute(ssh: Ssh, run_dir: Path, part: Path) -> Path:
     spec = rundir.read_spec(part)
     run_id = spec.get("run_id") or run_dir.name
     remote = remote_dir(run_id)
     print(f"remote: {run_id} -> {ssh.dest}:{remote}", flush=True)
-    phases = Phases()
+    phases = rundir.Phases()
     phases.mark("connect and space check")
     if ssh.run(f"rm -rf {shlex.quote(remote)} && mkdir -p {shlex.quote(remote)}"):
         raise RemoteError(f"cannot create {remote} on {ssh.dest} (is the host reachable and provisioned?)")

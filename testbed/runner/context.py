@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import json
 import subprocess
-import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from contract import rundir
 from testbed.runner.processes import Log
 
 
@@ -35,17 +35,11 @@ class RunContext:
     qdisc_at_trace_stop: dict | None = None
     # seconds spent in each phase of the run, in order (the manifest's phases_s, which the controller puts
     # into attempts.json): what the overhead around the traffic is made of
-    phases: dict[str, float] = field(default_factory=dict)
-    _phase: tuple[str, float] | None = None
+    phases: rundir.Phases = field(default_factory=rundir.Phases)
 
     def phase(self, name: str | None) -> None:
-        """Ends the phase under way and begins `name` (None: ends it only). Phases follow one another, so
-        a mark at each step's start times the whole run without nesting."""
-        now = time.monotonic()
-        if self._phase is not None:
-            done, since = self._phase
-            self.phases[done] = round(self.phases.get(done, 0.0) + now - since, 2)
-        self._phase = (name, now) if name else None
+        """Ends the phase under way and begins `name` (None: ends it only)."""
+        self.phases.mark(name)
 
     def is_chain(self) -> bool:
         return self.spec["topology"]["kind"] == "chain"

@@ -191,7 +191,7 @@ class Runner:
         fidelity.write_report(ctx)
         ctx.manifest.update(manifest.manifest(ctx.spec, ctx.dir))
         ctx.phase(None)
-        ctx.manifest["phases_s"] = ctx.phases
+        ctx.manifest["phases_s"] = ctx.phases.s
         ctx.manifest["end_utc"] = manifest.utc()
         ctx.write_json(rundir.MANIFEST, ctx.manifest)
         ctx.log(f"run done, valid={not ctx.reasons}")

@@ -345,8 +345,8 @@ def test_the_run_times_its_phases_one_after_another(tmp_path):
     ctx.phase("topology up")
     ctx.phase(None)
     ctx.phase(None)                       # nothing under way: nothing added
-    assert list(ctx.phases) == ["topology up", "probes"]
-    assert 0.04 <= ctx.phases["topology up"] < 1 and 0.01 <= ctx.phases["probes"] < 1
+    assert list(ctx.phases.s) == ["topology up", "probes"]
+    assert 0.04 <= ctx.phases.s["topology up"] < 1 and 0.01 <= ctx.phases.s["probes"] < 1
 
 
 def test_captures_are_waited_for_until_each_tcpdump_listens(tmp_path):
