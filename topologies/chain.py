@@ -26,7 +26,7 @@ from __future__ import annotations
 import copy
 
 from topologies.dumbbell import TopologyError
-from topologies.tc import (access_shaper_cmds, bottleneck_cmds, netem_port_cmds, offload_cmd, qdisc_plan_jobs,
+from topologies.tc import (access_shaper_cmds, bottleneck_cmds, netem_port_cmds, port_jobs, qdisc_plan_jobs,
                            run_node_scripts)
 
 __all__ = ["DEFAULTS", "TopologyError", "with_defaults", "validate", "validate_aqm", "names", "host_lans",
@@ -414,14 +414,7 @@ def _configure(net, t, aqm, plan, nm, log):
                      (["ip", "link", "set", intf, "up", "mtu", "1500"], True, None)]
         cmds += [(["ip", "route", "replace", dst, "via", via], True, None) for dst, via in plan["routers"][r]["routes"]]
         cmds.append((["sysctl", "-qw", "net.ipv4.ip_forward=1"], True, None))
-    for n in (*nm["hosts"], *nm["routers"]):
-        for intf in net.get(n).intfNames():
-            if intf != "lo":
-                jobs.setdefault(n, []).extend([(offload_cmd(intf), False, None),   # some features are fixed on veth
-                                               (["ip", "link", "set", intf, "mtu", "1500"], True, None)])
-    for sw in nm["bridges"]:
-        for intf in [sw] + [i for i in net.get(sw).intfNames() if i != "lo"]:
-            jobs.setdefault(None, []).append((offload_cmd(intf), False, None))
+    port_jobs(net, (*nm["hosts"], *nm["routers"]), nm["bridges"], jobs)
     run_node_scripts(net, qdisc_plan_jobs(qdisc_plan(t, aqm), jobs))
     at = ", ".join(str(k) for k in t["aqm_hops"]) or "none"
     log(f"chain up: {t['hops']} hops of {t['hop_mbps']} Mb/s, buffer {t['buffer_pkts']}; "

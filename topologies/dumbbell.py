@@ -15,8 +15,8 @@ needs Debian's mininet package and root.
 """
 from __future__ import annotations
 
-from topologies.tc import (access_shaper_cmds, bottleneck_cmds, netem_port_cmds, offload_cmd, qdisc_plan_jobs, run_in,
-                           run_node_scripts)
+from topologies.tc import (access_shaper_cmds, bottleneck_cmds, netem_port_cmds, offload_cmd, port_jobs, qdisc_plan_jobs,
+                           run_in, run_node_scripts)
 
 LEFT = ("a1", "a2", "a3")
 RIGHT = ("b1", "b2", "b3")
@@ -216,14 +216,7 @@ def _configure(net, topo, aqm, plan, log):
         dst, via = plan["routers"][r]["route"]
         cmds += [(["ip", "route", "replace", dst, "via", via], True, None),
                  (["sysctl", "-qw", "net.ipv4.ip_forward=1"], True, None)]
-    for n in (*HOSTS, *ROUTERS):
-        for intf in net.get(n).intfNames():
-            if intf != "lo":
-                jobs.setdefault(n, []).extend([(offload_cmd(intf), False, None),   # some features are fixed on veth
-                                               (["ip", "link", "set", intf, "mtu", "1500"], True, None)])
-    for sw in ("sL", "sR"):
-        for intf in [sw] + [i for i in net.get(sw).intfNames() if i != "lo"]:
-            jobs.setdefault(None, []).append((offload_cmd(intf), False, None))
+    port_jobs(net, (*HOSTS, *ROUTERS), ("sL", "sR"), jobs)
     run_node_scripts(net, qdisc_plan_jobs(qdisc_plan(topo, aqm), jobs))
     where = f"P4 switch {P4_SWITCH}" if is_p4(aqm) else "rl-eth1"
     log(f"dumbbell up: bottleneck ({where}) {topo['bottleneck_mbps']} Mb/s {aqm['forward']['kind']} "

@@ -114,6 +114,21 @@ def run_node_scripts(net, jobs: dict) -> None:
         list(pool.map(one, jobs.items()))
 
 
+def port_jobs(net, nodes, bridges, jobs: dict) -> dict:
+    """Every port of `nodes` (offloads off, MTU 1500) and of the root namespace's `bridges` (offloads off)
+    added to jobs (run_node_scripts'), after what each node already has. ethtool is unchecked: some
+    features are fixed on veth."""
+    for n in nodes:
+        for intf in net.get(n).intfNames():
+            if intf != "lo":
+                jobs.setdefault(n, []).extend([(offload_cmd(intf), False, None),
+                                               (["ip", "link", "set", intf, "mtu", "1500"], True, None)])
+    for sw in bridges:
+        for intf in [sw] + [i for i in net.get(sw).intfNames() if i != "lo"]:
+            jobs.setdefault(None, []).append((offload_cmd(intf), False, None))
+    return jobs
+
+
 def qdisc_plan_jobs(plan: dict, jobs: dict) -> dict:
     """A topology's qdisc plan ({node or "root": [(tc commands, qdisc kind), ...]}) added to jobs
     (run_node_scripts'), after what each node already has."""

@@ -88,25 +88,29 @@ def route_opts(tcp: dict) -> list[str]:
     return opts
 
 
+def readback_keys(tcp: dict) -> list[str]:
+    """The sysctls read back after the profile is set, in the order tcp_host_script prints them."""
+    return [*tcp_sysctls(tcp), "net.ipv4.tcp_available_congestion_control"]
+
+
 def tcp_host_script(tcp: dict, info: dict) -> str:
     """One host's TCP profile as one shell command: the sysctls, the routes with the initial window, and the
     values read back. One process per host instead of ten: each costs tens of milliseconds in a TCG guest,
     and the chain has dozens of hosts."""
     intf, subnet = info["intf"], info["ip"].rsplit(".", 1)[0] + ".0/24"
-    keys = [*tcp_sysctls(tcp), "net.ipv4.tcp_available_congestion_control"]
     return " && ".join(shlex.join(c) for c in (
         ["sysctl", "-qw", *(f"{k}={v}" for k, v in tcp_sysctls(tcp).items())],
         ["ip", "route", "change", subnet, "dev", intf, "proto", "kernel", "scope", "link", "src", info["ip"],
          *route_opts(tcp)],
         ["ip", "route", "change", "default", "via", info["gw"], "dev", intf, *route_opts(tcp)],
-        ["sysctl", "-n", *keys]))
+        ["sysctl", "-n", *readback_keys(tcp)]))
 
 
 def apply_tcp(net, tcp: dict, hosts: dict, log) -> dict:
     """Set the profile in every host's namespace and read it back (as Flent's metadata does): returns the
     tcp_applied check, which fails when a host's value is not what run.json asked (a congestion control
     the kernel could not load, say). The hosts are set at once: they are independent namespaces."""
-    keys = [*tcp_sysctls(tcp), "net.ipv4.tcp_available_congestion_control"]
+    keys = readback_keys(tcp)
 
     def one(h):
         return h, dict(zip(keys, out(["sh", "-c", tcp_host_script(tcp, hosts[h])], net.get(h), check=True).splitlines()))

@@ -42,3 +42,22 @@ def test_a_qdisc_plan_goes_after_what_each_node_already_has():
     plan = {"rl": [([["tc", "a"], ["tc", "b"]], "favor")], "root": [([["tc", "c"]], "netem")]}
     assert tc.qdisc_plan_jobs(plan, jobs) == {"rl": [(["ip", "link"], True, None), (["tc", "a"], True, "favor"),
                                                      (["tc", "b"], True, "favor")], None: [(["tc", "c"], True, "netem")]}
+
+
+def test_every_port_gets_offloads_off_and_its_mtu_and_every_bridge_port_offloads_off():
+    class Node:
+        def __init__(self, intfs):
+            self.names = intfs
+
+        def intfNames(self):
+            return self.names
+
+    class Net:
+        nodes = {"h1": Node(["lo", "h1-eth0"]), "s1": Node(["lo", "s1-h1"])}
+
+        def get(self, name):
+            return self.nodes[name]
+    jobs = tc.port_jobs(Net(), ["h1"], ["s1"], {"h1": [(["ip", "a"], True, None)]})
+    assert jobs == {"h1": [(["ip", "a"], True, None), (tc.offload_cmd("h1-eth0"), False, None),
+                           (["ip", "link", "set", "h1-eth0", "mtu", "1500"], True, None)],
+                    None: [(tc.offload_cmd("s1"), False, None), (tc.offload_cmd("s1-h1"), False, None)]}
