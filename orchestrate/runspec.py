@@ -42,7 +42,11 @@ def read_aqms(path: Path = AQMS_PATH) -> dict:
 @functools.lru_cache(maxsize=8)
 def _parse_aqms(path: str, mtime_ns: int) -> dict:
     with open(path) as f:
-        return yaml.safe_load(f)
+        aqms = yaml.safe_load(f)
+    for entry in aqms.values():
+        if "twin_of" in entry:  # an A/A twin: its original's dataplane, under its own name
+            entry.update({k: copy.deepcopy(aqms[entry["twin_of"]][k]) for k in ("forward", "reverse")})
+    return aqms
 
 
 def chain_topology(topo: dict) -> dict:

@@ -174,7 +174,7 @@ rank_boot <- function(f, keys, aqms, ms, cap, B = BOOT_B(), seed = 2013) {
 # limit by 4 MB). A key aqms.yaml does not know gets no note: nothing is known of its buffer.
 AQM_FORWARD_ARGS <- local({
   a <- yaml::read_yaml(file.path(favorlab_R_dir, "..", "..", "config", "aqms.yaml"))
-  lapply(a, function(e) as.character(unlist(e$forward$args)))
+  lapply(a, function(e) as.character(unlist((if (is.null(e$twin_of)) e else a[[e$twin_of]])$forward$args)))
 })
 buffer_note <- function(aqm, buffer_pkts) vapply(as.character(aqm), function(a) {
   args <- AQM_FORWARD_ARGS[[a]]

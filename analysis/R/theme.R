@@ -3,7 +3,7 @@ theme_favorlab <- function() theme_bw(base_size = 11) + theme(legend.position = 
 # Colours keyed by the AQM key of the tables (stable whatever the legend says); the legend shows aqms.yaml's
 # paper_name (figtext.R's aqm_label). One colour per AQM config/aqms.yaml names, so five or seventeen AQMs on one
 # figure (F3, F4: DropTail, FaQ, CHOKe, LAS, RuN2C in the paper) never share one; a key missing here is grey.
-aqm_colours <- c(droptail = "#d95f02", favor = "#1b9e77", choke = "#e7298a", las = "#e6ab02", run2c = "#253494",
+aqm_colours <- c(droptail = "#d95f02", favor = "#1b9e77", droptail_twin = "#fdae6b", favor_twin = "#74c476", choke = "#e7298a", las = "#e6ab02", run2c = "#253494",
                  favourtail = "#7570b3", favor_burst1 = "#0b4f3c", riops = "#fb9a99", qsdrr = "#6a3d9a", tdrr = "#cab2d6", red = "#a50f15", sfb = "#8c6d31", pie = "#17becf", codel = "#bcbd22",
                  fq_codel = "#66a61e", cake = "#000000", sfq = "#b2df8a", fq = "#a6cee3",
                  "p4-droptail" = "#a6761d", "p4-favorqueue" = "#1f78b4")

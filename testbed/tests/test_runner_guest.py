@@ -274,7 +274,9 @@ def test_chain_run_end_to_end(guest, tmp_path):
 # package's guest suite
 # (qdisc/tests/test_guest.py)
 # and the smoke pipeline, the P4 programs' on BMv2 (p4/tests)
-AQMS_TESTED_ELSEWHERE = {"favor", "favourtail", "favor_burst1", "run2c", "las", "riops", "qsdrr", "tdrr", "p4-favorqueue", "p4-droptail"}
+# and the A/A twins, whose dataplane is their original's (config/aqms.yaml twin_of)
+AQMS_TESTED_ELSEWHERE = {"favor", "favourtail", "favor_burst1", "run2c", "las", "riops", "qsdrr", "tdrr", "p4-favorqueue", "p4-droptail",
+                         "droptail_twin", "favor_twin"}
 
 
 def _linux_aqms() -> dict:
