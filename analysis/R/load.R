@@ -169,8 +169,21 @@ offered_flows <- function(t) {
   unique(f, by = c("schedule", "flow_id"))
 }
 
-aqm_is_dt <- function(a) tolower(a) %in% c("droptail", "dt", "pfifo", "fifo", "p4-droptail")
-aqm_is_faq <- function(a) tolower(a) %in% c("favor", "favorqueue", "faq", "p4-favorqueue")
+# The AQM names that play DropTail's and FaQ's sides of every comparison. An A/A replay (analysis/aa.py,
+# verdict.R --roles) gives the sides to two names of one qdisc (config/aqms.yaml twin_of) for one verdict.
+VERDICT_ROLES <- list(droptail = c("droptail", "dt", "pfifo", "fifo", "p4-droptail"),
+                      favorqueue = c("favor", "favorqueue", "faq", "p4-favorqueue"))
+verdict_roles <- function() getOption("favorlab.verdict_roles", VERDICT_ROLES)
+aqm_is_dt <- function(a) tolower(a) %in% verdict_roles()$droptail
+aqm_is_faq <- function(a) tolower(a) %in% verdict_roles()$favorqueue
+# "droptail=NAME,favorqueue=NAME" (verdict.R --roles) -> the two sides, each one name
+parse_roles <- function(text) {
+  kv <- strsplit(strsplit(text, ",", fixed = TRUE)[[1]], "=", fixed = TRUE)
+  roles <- setNames(lapply(kv, function(x) tolower(x[2])), vapply(kv, `[`, "", 1))
+  if (!setequal(names(roles), names(VERDICT_ROLES)) || any(vapply(kv, length, 0L) != 2))
+    stop(sprintf("--roles %s: give both sides, as droptail=NAME,favorqueue=NAME (the AQM keys of config/aqms.yaml)", text))
+  roles[names(VERDICT_ROLES)]
+}
 # The dataplane an AQM runs on: DropTail and FaQ are paired within one (kernel qdiscs, or the P4 switch).
 aqm_dataplane <- function(a) ifelse(startsWith(tolower(a), "p4-"), "p4", "kernel")
 

@@ -31,8 +31,8 @@ claim_C1 <- function(claim, pairs, context) {
   ci <- boot_ci(pairs, statistic)
   list(ours = sprintf("peak excess at %g s: DT %s, FaQ %s", rto, pct(ci$est[1]), pct(ci$est[2])),
        interval = sprintf("DT %s, FaQ %s, DT - FaQ %s", ci_text(ci, 1), ci_text(ci, 2), ci_text(ci, 3)), method = ci$method,
-       parts = list(better_part(ci, 1, "DT peak"), better_part(ci, 3, "DT above FaQ"),
-                    below_part(ci, 2, claim$margin$faq_peak, "no FaQ peak")))
+       parts = list(own_value(better_part(ci, 1, "DT peak")), better_part(ci, 3, "DT above FaQ"),
+                    own_value(below_part(ci, 2, claim$margin$faq_peak, "no FaQ peak"))))
 }
 # C3: G over all flows, and the largest G of the short length classes ("up to 55 %")
 claim_C3 <- function(claim, pairs, context) {
@@ -106,7 +106,7 @@ claim_C9 <- function(claim, pairs, context) {
   ms <- function(x) sprintf("%.2f ms", 1000 * x)
   list(ours = sprintf("%s / %s", ms(ci$est[1]), ms(ci$est[2])),
        interval = sprintf("DT %s, FaQ %s, DT - FaQ %s", ci_text(ci, 1, ms), ci_text(ci, 2, ms), ci_text(ci, 3, ms)), method = ci$method,
-       parts = list(band_or_reported(ci, 1, claim$target, claim$tolerance, context, "DT delay"),
+       parts = list(own_value(band_or_reported(ci, 1, claim$target, claim$tolerance, context, "DT delay")),
                     equivalent_part(ci, 3, claim$margin$delay_s, "DT - FaQ equivalent")))
 }
 claim_C10 <- function(claim, pairs, context) {
@@ -157,7 +157,8 @@ claim_C13 <- function(claim, pairs, context) {
   targets <- unlist(claim$target)
   parts <- if (min(recoveries) < claim$min_sample$recoveries_per_aqm) list(undecided_part("too few recoveries"))
            else c(list(better_part(ci, 1, "DT above FaQ")),
-                  lapply(1:3, function(k) band_or_reported(ci, k, targets[k], claim$tolerance, context, c("DT - FaQ", "DT", "FaQ")[k])))
+                  lapply(1:3, function(k) { part <- band_or_reported(ci, k, targets[k], claim$tolerance, context, c("DT - FaQ", "DT", "FaQ")[k])
+                                           if (k == 1) part else own_value(part) }))
   tiny <- pairs[num(L) < 6]
   list(ours = sprintf("%s / %s; FR in flows < 6 packets: DT %d, FaQ %d", pct(ci$est[2]), pct(ci$est[3]),
                       as.integer(sum(num(tiny$FR.a))), as.integer(sum(num(tiny$FR.b)))),
@@ -191,7 +192,7 @@ load_trend <- function(claim, pairs, loads_run, metrics, margins, prefix = "") {
     name <- names(metrics)[i]
     for (j in seq_along(loads)) parts[[length(parts) + 1]] <- if (loads[j] == top) better_part(ci, at(i, j), sprintf("%s%s better at %g", prefix, name, loads[j]))
       else no_worse_part(ci, at(i, j), margins[[i]], sprintf("%s%s no worse at %g", prefix, name, loads[j]))
-    parts[[length(parts) + 1]] <- if (length(loads) >= 2) above_part(ci, slope_at(i), 0, sprintf("%s%s trend", prefix, name))
+    parts[[length(parts) + 1]] <- if (length(loads) >= 2) trend_part(ci, slope_at(i), sprintf("%s%s trend", prefix, name))
                                   else undecided_part(sprintf("%s%s trend (one load)", prefix, name))
   }
   per_load_text <- vapply(seq_along(loads), function(j) sprintf("%g: %s", loads[j], paste(vapply(seq_len(n_metrics), function(i)
@@ -325,7 +326,7 @@ claim_C4b <- function(claim, tables, flows, scen_key, context) {
                                          if (length(missing) == 1) "it" else "them"),
             context$steady_note, censoring_note(tables, scen_key, unique(c(faq$aqm, flows[tolower(aqm) %in% ran]$aqm))))
   verdict_row(claim, scen_key, ours, "per comparator, load and slope, in the text",
-              paste(paste(vapply(judged, `[[`, "", "n"), collapse = ", "), "paired flows"), decide(parts),
+              paste(paste(vapply(judged, `[[`, "", "n"), collapse = ", "), "paired flows"), judged_status(parts),
               if (nrow(all_pairs)) pair_runs(all_pairs) else "none", paste(note[nzchar(note)], collapse = "; "),
               method = paste(unique(unlist(lapply(judged, `[[`, "method"))), collapse = "; "),
               used = runs[run_id %in% c(all_pairs$run_id.a, all_pairs$run_id.b)])
@@ -356,7 +357,7 @@ claim_C20 <- function(claim, tables, scen_key, context) {
   ratio_text <- function(t) sprintf("%.3g [%.3g, %.3g]", exp(t$two$estimate), exp(t$two$conf.int[1]), exp(t$two$conf.int[2]))
   verdict_row(claim, scen_key, sprintf("DT/FaQ flows in the system: mean %s, noise sd %s (geometric means over schedules)",
                                        sprintf("%.3g", exp(tests[[1]]$two$estimate)), sprintf("%.3g", exp(tests[[2]]$two$estimate))),
-              sprintf("mean %s; noise sd %s", ratio_text(tests[[1]]), ratio_text(tests[[2]])), n, decide(parts), runs_used,
+              sprintf("mean %s; noise sd %s", ratio_text(tests[[1]]), ratio_text(tests[[2]])), n, judged_status(parts), runs_used,
               method = sprintf("paired t over %d schedules (log ratio)", nrow(schedules)), used = used)
 }
 
@@ -402,7 +403,7 @@ baseline_claims <- function(claim, tables, judged_flows, scen_key) {
   if (claim$id == "C4b") return(claim_C4b(claim, tables, flows, scen_key, context))
   row <- function(judged, n, runs_used, used, extra_note = character()) {
     notes <- c(not_run_note(judged$parts), judged$note, context$steady_note, extra_note)
-    verdict_row(claim, scen_key, judged$ours, judged$interval, n, decide(judged$parts), runs_used,
+    verdict_row(claim, scen_key, judged$ours, judged$interval, n, judged_status(judged$parts), runs_used,
                 paste(notes[nzchar(notes)], collapse = "; "), method = judged$method, used = used)
   }
   if (claim$id %in% names(PAIRED_CLAIMS)) {
@@ -432,6 +433,7 @@ baseline_claims <- function(claim, tables, judged_flows, scen_key) {
   for (col in intersect(PAIR_COLS, names(own))) if (col != "run_id") set(own, j = col, value = num(own[[col]]))
   if (!nrow(own)) return(verdict_row(claim, scen_key, "", "", "", NOTRUN, note = own_claim$not_run))
   judged <- own_claim$judge(claim, own, context)
+  judged$parts <- lapply(judged$parts, own_value)
   row(judged, judged$n, runs_text(own$run_id), runs[run_id %in% own$run_id],
       missing_loads_note(runs[if (own_claim$aqm == "droptail") aqm_is_dt(aqm) else aqm_is_faq(aqm)], own$load))
 }

@@ -24,7 +24,8 @@ verdict_row <- function(claim, scen, ours, interval, n, status, runs = "", note 
   data.table(claim = claim$id, what = claim$what, scenario = scen, paper = as.character(claim$paper), ours = ours,
              interval = interval, method = method, test = as.character(claim$test), margin = margin_text(claim), n = n,
              min_sample = paste(names(claim$min_sample), unlist(claim$min_sample), sep = " ", collapse = ", "),
-             status = status, runs = runs, realized_load = realized_load_text(used), steady = steady_text(used), note = note)
+             status = as.character(status), runs = runs, realized_load = realized_load_text(used), steady = steady_text(used), note = note,
+             parts = attr(status, "parts") %||% "[]")
 }
 not_run <- function(claim, why) verdict_row(claim, "", "", "", "", NOTRUN, note = why)
 # "name value" for each margin, "target +- tolerance" for each band, "unchanged: |Delta| <= s"

@@ -17,7 +17,7 @@ sweep_claim <- function(claim, tables, flows, axis) {
     steady <- steady_runs(claim, tables$runs[run_id %in% of_sweep$run_id])
     judged <- if (axis == "iw") claim_C18(claim, of_sweep[run_id %in% steady$runs$run_id]) else claim_C16(claim, of_sweep[run_id %in% steady$runs$run_id])
     notes <- c(not_run_note(judged$parts), judged$note, steady$note)
-    verdict_row(claim, paste(sweep_key, "(", axis, "swept)"), judged$ours, judged$interval, judged$n, decide(judged$parts),
+    verdict_row(claim, paste(sweep_key, "(", axis, "swept)"), judged$ours, judged$interval, judged$n, judged_status(judged$parts),
                 runs_text(of_sweep$run_id), paste(notes[nzchar(notes)], collapse = "; "), method = judged$method, used = steady$runs)
   })
 }
@@ -81,7 +81,7 @@ claim_C18 <- function(claim, flows) {
   droptail_iw <- boot_ci(pairs$dt_iw, function(sample) c(mean_latency_gain(sample),
                                                          drop_ratio(pair_side(sample, "b")) - drop_ratio(pair_side(sample, "a"))))
   gain_iw2 <- boot_ci(pairs$iw2, mean_latency_gain); gain_iw10 <- boot_ci(pairs$iw10, mean_latency_gain)
-  parts <- list(better_part(droptail_iw, 1, "DT IW 10 faster"), better_part(droptail_iw, 2, "DT IW 10 more drops"),
+  parts <- list(own_value(better_part(droptail_iw, 1, "DT IW 10 faster")), own_value(better_part(droptail_iw, 2, "DT IW 10 more drops")),
                 better_part(gain_iw2, 1, "FaQ faster at IW 2"), better_part(gain_iw10, 1, "FaQ faster at IW 10"))
   seconds <- function(v) sprintf("%+.3f", v)
   list(ours = sprintf("DT IW2-IW10 latency %+.3f s, drop ratio IW10-IW2 %s; FaQ gain IW2 %+.3f s, IW10 %+.3f s",
@@ -156,7 +156,7 @@ claim_C8 <- function(claim, tables) {
                 sprintf("DT - FaQ flows per schedule %s (batch means); FaQ - DT total share %s (paired t over schedules)",
                         paste(fmt_ci(lo, hi, function(v) sprintf("%+.1f", v)), collapse = " "), fmt_ci(share_ci[1], share_ci[2], signed_pct)),
                 sprintf("%d schedule(s), %d s of window, %d persistent flows", length(schedules), sum(field("seconds")), sum(field("flows"))),
-                decide(parts), runs_text(used_ids), paste(c(not_run_note(parts)), collapse = "; "),
+                judged_status(parts), runs_text(used_ids), paste(c(not_run_note(parts)), collapse = "; "),
                 method = sprintf("batch means over %d blocks per schedule; paired t over schedules", claim$min_sample$batches),
                 used = tables$runs[run_id %in% used_ids])
   })
@@ -187,7 +187,7 @@ claim_C21 <- function(claim, tables) {
     parts <- lapply(judged, `[[`, "part")
     used_ids <- unique(c(of_scen$run_id.a, of_scen$run_id.b))
     verdict_row(claim, scen_key, paste(vapply(judged, `[[`, "", "text"), collapse = "; "), "per schedule, in the text",
-                sprintf("%d persistent flow pairs", nrow(of_scen)), decide(parts), runs_text(used_ids),
+                sprintf("%d persistent flow pairs", nrow(of_scen)), judged_status(parts), runs_text(used_ids),
                 method = paste(unique(Filter(nzchar, vapply(judged, `[[`, "", "method"))), collapse = "; "), used = tables$runs[run_id %in% used_ids])
   })
 }
@@ -241,7 +241,7 @@ claim_C17 <- function(claim, tables) {
     if (few) note <- c(sprintf("fewer than %d completed reference flows under %s", need,
                                paste(c(if (completed_dt < need) "DropTail", if (completed_faq < need) "FaQ"), collapse = " and ")), note)
     verdict_row(claim, scen_key, ours, sprintf("FaQ/DT %s", fmt_ci(ratio$lo, ratio$hi, function(v) sprintf("%.3g", v))),
-                n, if (few) INSUFF else decide(list(interval_part(log(ratio$lo), log(ratio$hi), 0, Inf, "FaQ/DT above 1"))), runs,
+                n, if (few) INSUFF else judged_status(list(interval_part(log(ratio$lo), log(ratio$hi), 0, Inf, "FaQ/DT above 1"))), runs,
                 paste(note, collapse = "; "), method = ratio$method, used = tables$runs[run_id %in% c(reps$run_id.dt, reps$run_id.faq)])
   })
 }
@@ -289,7 +289,7 @@ claim_C19 <- function(claim, tables) {
                         pct(mean(pairs$done.a)), label, pct(mean(pairs$done.b)), label, 100 * ci$est[1],
                         sum(pairs$done.a & pairs$done.b), label, signed_pct(ci$est[2])),
                 sprintf("%s; %s", fmt_ci(ci$lo[1], ci$hi[1], function(v) sprintf("%+.1f points", 100 * v)), fmt_ci(ci$lo[2], ci$hi[2], signed_pct)),
-                n, decide(parts), runs_text(c(pairs$run_id.a, pairs$run_id.b)),
+                n, judged_status(parts), runs_text(c(pairs$run_id.a, pairs$run_id.b)),
                 "counted: every legitimate forward flow scheduled in the window, finished or not; the flood's SYNs are not flows",
                 method = ci$method, used = tables$runs[run_id %in% c(pairs$run_id.a, pairs$run_id.b)])
   })
@@ -314,14 +314,14 @@ claim_C22 <- function(claim, tables) {
       label <- sprintf("P(Z = 1) at %s", rho)
       if (!nrow(fit) || fit$status != "fit") return(undecided_part(sprintf("%s (%s)", label, if (nrow(fit)) fit$note else "load not run")))
       if (!paper) return(part_reported(label, "the paper's P(Z = 1) is fitted to ns-2 at 10 Mb/s: judged only on the paper's scenario"))
-      interval_part(fit$low, fit$high, targets[[rho]] - claim$tolerance, targets[[rho]] + claim$tolerance, label)
+      own_value(interval_part(fit$low, fit$high, targets[[rho]] - claim$tolerance, targets[[rho]] + claim$tolerance, label))
     })
     text <- sprintf("%g: P(Z = 1) %.2f [%.2f, %.2f], s1 %g, s2 %g, explained %s (paper's parameters %s), %d flows", of_scen$load,
                     of_scen$p_z1, of_scen$low, of_scen$high, of_scen$s1, of_scen$s2, pct(of_scen$explained), pct(of_scen$paper_explained),
                     as.integer(of_scen$flows))
     used <- tables$runs[scen == scen_key & aqm_is_faq(aqm) & num(load) %in% of_scen$load]
     verdict_row(claim, scen_key, paste(text, collapse = "; "), "P(Z = 1) per load, in the text",
-                sprintf("%s flows", paste(as.integer(of_scen$flows), collapse = " + ")), decide(parts), runs_text(used$run_id),
+                sprintf("%s flows", paste(as.integer(of_scen$flows), collapse = " + ")), judged_status(parts), runs_text(used$run_id),
                 not_run_note(parts), method = paste(unique(of_scen$interval[nzchar(of_scen$interval)]), collapse = "; "), used = used)
   })
 }

@@ -378,3 +378,22 @@ test_that("C21: the persistent flows' shares vary less with FaQ, judged per sche
   expect_match(v$ours, "^load 0.2 rep 0: DT/FaQ variance 56.[23] \\[.* over 30 flows$")
   expect_equal(status(judge(with_persistent(0.2), "C21"), "C21"), INSUFF)
 })
+
+test_that("a verdict row carries its parts: kind, whether they compare the two sides, and their own status", {
+  parts <- list(own_value(better_part(known_ci(0.05, 0.01), 1, "DT peak")), better_part(known_ci(-0.001, 0.01), 1, "DT above FaQ"),
+                no_worse_part(known_ci(0, 0.001), 1, 0.05, "latency"))
+  got <- jsonlite::fromJSON(attr(judged_status(parts), "parts"))
+  expect_equal(got$label, c("DT peak", "DT above FaQ", "latency"))
+  expect_equal(got$kind, c("better", "better", "no_worse"))
+  expect_equal(got$between, c(FALSE, TRUE, TRUE))
+  expect_equal(got$status, c(HOLDS, INSUFF, HOLDS))
+  expect_equal(as.character(judged_status(parts)), decide(parts))
+})
+
+test_that("--roles gives the two sides to the names it lists, and a half-given role is refused", {
+  old <- options(favorlab.verdict_roles = parse_roles("droptail=favor_twin,favorqueue=favor"))
+  on.exit(options(old))
+  expect_equal(aqm_is_dt(c("droptail", "favor_twin", "favor")), c(FALSE, TRUE, FALSE))
+  expect_equal(aqm_is_faq(c("droptail", "favor_twin", "favor")), c(FALSE, FALSE, TRUE))
+  expect_error(parse_roles("droptail=favor"), "give both sides")
+})
