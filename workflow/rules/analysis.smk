@@ -65,10 +65,26 @@ rule verdict:
         "Rscript analysis/R/verdict.R --tables {params.tables:q} --runs {input.runs:q} --out {output:q} > {log:q} 2>&1"
 
 
+# The A/A replay's false-decision rates (analysis/aa.py): the verdict once per twin, in its role.
+rule aa_replay:
+    input:
+        tables=expand(f"{RESULTS}/tables/{{run_id}}/flows.csv", run_id=sorted(RUNS)),
+        runs=f"{RESULTS}/analysis-runs.txt",
+    output:
+        directory(f"{RESULTS}/aa"),
+    params:
+        results=RESULTS,
+    log:
+        f"{RESULTS}/logs/aa.log",
+    shell:
+        "{PY:q} -m analysis.aa --results {params.results:q} --runs {input.runs:q} --out {output:q} > {log:q} 2>&1"
+
+
 rule report:
     input:
         figures=f"{RESULTS}/figures",
         verdict=f"{RESULTS}/verdict.csv",
+        aa=[f"{RESULTS}/aa"] if AA_REPLAY else [],
         runs=expand(f"{RESULTS}/runs/{{run_id}}", run_id=sorted(RUNS)),
         run_list=f"{RESULTS}/analysis-runs.txt",
     output:

@@ -32,6 +32,10 @@ else:
     RUNS = {r.run_id: r for r in matrix.runs(CFG)}
 PY = sys.executable
 REPORT = f"{RESULTS}/report.html"
+# An A/A replay: a twin (config/aqms.yaml twin_of) ran beside its original; rule aa_replay judges it. The AQM
+# is read from the run id (contract.rundir's pattern: scenario_aqm_loadX_iwN_repK), as a bundle has no config.
+_RUN_AQMS = {re.match(r"[A-Za-z0-9.-]+_(.+)_load", rid).group(1) for rid in RUNS}
+AA_REPLAY = any(runspec.read_aqms().get(a, {}).get("twin_of") in _RUN_AQMS for a in _RUN_AQMS)
 
 # Every name the rules put on a command line goes through Snakemake's quoting ({input:q}, {output:q}, ...):
 # RESULTS is wherever `./favorlab analyse` unpacked a bundle, which may hold spaces or shell metacharacters.
