@@ -35,12 +35,18 @@ def test_aqm_bench_has_every_qdisc_aqm():
     assert {r.load for r in matrix.runs(cfg)} == {0.25, 0.55, 0.85, 0.95}
 
 
-def test_quick_covers_all_ten_loads_for_both_aqms():
+def test_quick_replays_three_steady_loads_on_four_schedules_each():
+    """quick's verdict rests on replications (the interval carries the variance between schedules), and the
+    A/A replay measures the same design: the same loads, replications and schedules."""
     cfg = read_config(REPO / "config" / "quick.yaml")
     runs = matrix.runs(cfg)
-    assert sorted({r.load for r in runs}) == pytest.approx([0.05 + 0.1 * i for i in range(10)])
+    assert sorted({r.load for r in runs}) == [0.25, 0.55, 0.75]
     assert {r.aqm for r in runs} == {"droptail", "favor"}
-    assert len(runs) == 20
+    assert sorted({r.replication for r in runs}) == [0, 1, 2, 3]
+    assert len(runs) == 24
+    aa = matrix.runs(read_config(REPO / "config" / "aa-replay.yaml"))
+    assert {r.schedule_id for r in aa} == {r.schedule_id for r in runs}
+    assert {r.run_id for r in runs} == {r.run_id for r in aa if r.aqm in ("droptail", "favor")}
 
 
 @pytest.mark.parametrize("mutate, words", [
@@ -119,7 +125,7 @@ def test_snakemake_rejects_bad_config_before_any_job(tmp_path):
     assert not (REPO / "results" / "bad-config-test").exists()
 
 
-@pytest.mark.parametrize("config, schedules, runs", [("quick", 10, 20), ("p4-quick", 10, 20), ("figures", 14, 40),
+@pytest.mark.parametrize("config, schedules, runs", [("quick", 12, 24), ("p4-quick", 12, 24), ("figures", 14, 40),
                                                              ("aqm-bench", 4, 72)])
 def test_snakemake_plans_the_whole_matrix(config, schedules, runs, tmp_path):
     # --forceall: the whole matrix, even where results/<name> already holds a finished reproduction.
@@ -133,7 +139,7 @@ def test_snakemake_plans_the_whole_matrix(config, schedules, runs, tmp_path):
                        env=dict(os.environ, FAVORLAB_P4_TARBALL=str(tarball)))
     assert r.returncode == 0, r.stderr
     out = r.stdout + r.stderr
-    # quick: 10 schedules (one per load), 20 runs, 20 extractions, figures, verdict, report, all; figures:
+    # quick: 12 schedules (one per load and replication), 24 runs and extractions, figures, verdict, report, all; figures:
     # one schedule per (scenario, rate, sizes, load), shared by its sections' AQMs, buffers and IWs
     for rule, n in [("schedule", schedules), ("run", runs), ("extract", runs), ("figures", 1), ("verdict", 1),
                     ("report", 1)]:

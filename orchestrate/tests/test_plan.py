@@ -54,7 +54,7 @@ def test_experiment_plan_prints_the_config_and_its_pool():
     p = subprocess.run([sys.executable, "-m", "orchestrate.config", "plan",
                         str(REPO / "config" / "quick.yaml")], capture_output=True, text=True)
     assert p.returncode == 0, p.stderr
-    assert p.stdout.startswith("plan: 20 runs of 90 s traffic and drain")
+    assert p.stdout.startswith("plan: 24 runs of 90 s traffic and drain")
     assert "1 testbed " in p.stdout and "50 testbeds" in p.stdout and "this config's pool: 1" in p.stdout
     bad = subprocess.run([sys.executable, "-m", "orchestrate.config", "plan",
                           str(REPO / "config" / "nope.yaml")], capture_output=True, text=True)
