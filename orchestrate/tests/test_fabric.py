@@ -95,17 +95,25 @@ def test_dry_run_needs_no_fablib_nor_credentials(tmp_path):
     env.update(HOME=str(tmp_path / "home"), PYTHONPATH=f"{poison.parent}{os.pathsep}{REPO}")
     out = tmp_path / "inv" / "hosts.yml"
     r = subprocess.run([sys.executable, "-m", "orchestrate.fabric", "create", "--name", "favorlab", "--nodes", "2",
-                        "--cores", "4", "--ram", "16", "--disk", "50", "--image", "default_ubuntu_22",
-                        "--site", "tacc", "-o", str(out), "--dry-run"],
+                        "--cores", "4", "--ram", "16", "--disk", "50", "--image", "default_debian_12",
+                        "--site", "tacc", "--lease-hours", "30", "-o", str(out), "--dry-run"],
                        capture_output=True, text=True, env=env, cwd=tmp_path, timeout=60)
     assert r.returncode == 0, r.stderr
     assert ("would create slice favorlab: 2 node(s) node0..node1 at site TACC, each 4 cores, 16 GB RAM, "
-            "50 GB disk, image default_ubuntu_22") in r.stdout
+            "50 GB disk, image default_debian_12, lease 30 h") in r.stdout
+    # every fablib call the real run makes, printed as it would be made
+    calls = [l.split("would call ", 1)[1] for l in r.stdout.splitlines() if l.startswith("dry run: would call ")]
+    slice_ = "FablibManager().new_slice(name='favorlab')"
+    assert calls[4:9] == ["FablibManager().new_slice(name='favorlab')",
+                          f"{slice_}.add_node(name='node0', site='TACC', cores=4, ram=16, disk=50, image='default_debian_12')",
+                          f"{slice_}.add_node(name='node1', site='TACC', cores=4, ram=16, disk=50, image='default_debian_12')",
+                          f"{slice_}.submit(lease_in_hours=30)", f"{slice_}.get_node(name='node0')"]
     assert f"would write {out}" in r.stdout
     inv = yaml.safe_load(r.stdout.split(":\n\n", 1)[1])
     hosts = inv["all"]["children"]["ssh_hosts"]["hosts"]
     assert list(hosts) == ["node0", "node1"]
-    assert hosts["node1"]["ansible_host"] == "<node1 management IP>" and hosts["node1"]["ansible_user"] == "ubuntu"
+    assert hosts["node1"]["ansible_host"] == f"<{slice_}.get_node(name='node1').get_management_ip()>"
+    assert hosts["node1"]["ansible_user"] == f"<{slice_}.get_node(name='node1').get_username()>"
     assert "-W [%h]:%p YOUR_BASTION_LOGIN@bastion.fabric-testbed.net" in hosts["node0"]["ansible_ssh_common_args"]
     assert not out.exists() and not out.parent.exists()
 
@@ -140,7 +148,7 @@ def fake_fablib(rec: Recorder, keydir, addresses):
 
         def get_username(self):
             rec("Node", "get_username")
-            return {"default_ubuntu_22": "ubuntu", "default_debian_12": "debian"}[self.image]
+            return fabric.IMAGES[self.image]
 
         def get_private_key_file(self):
             rec("Node", "get_private_key_file")
@@ -155,8 +163,8 @@ def fake_fablib(rec: Recorder, keydir, addresses):
             self.nodes[name] = Node(name, image)
             return self.nodes[name]
 
-        def submit(self, wait=True):
-            rec("Slice", "submit", wait=wait)
+        def submit(self, wait=True, lease_in_hours=None):
+            rec("Slice", "submit", wait=wait, lease_in_hours=lease_in_hours)
             for node, ip in zip(self.nodes.values(), addresses):
                 node.ip = ip
             self.submitted = True
@@ -212,7 +220,7 @@ def fake(monkeypatch, tmp_path):
 
 
 CREATE = ["create", "--name", "favorlab", "--nodes", "2", "--cores", "4", "--ram", "16", "--disk", "50",
-          "--image", "default_ubuntu_22", "--site", "STAR"]
+          "--image", "default_debian_12", "--site", "STAR", "--lease-hours", "30"]
 
 
 def test_create_against_fake_fablib(fake, tmp_path, capsys):
@@ -222,13 +230,13 @@ def test_create_against_fake_fablib(fake, tmp_path, capsys):
     made = [(c, m, kw) for c, m, _, kw in rec.calls if m in ("new_slice", "add_node", "submit")]
     assert made == [
         ("FablibManager", "new_slice", {"name": "favorlab"}),
-        ("Slice", "add_node", dict(name="node0", site="STAR", cores=4, ram=16, disk=50, image="default_ubuntu_22")),
-        ("Slice", "add_node", dict(name="node1", site="STAR", cores=4, ram=16, disk=50, image="default_ubuntu_22")),
-        ("Slice", "submit", {"wait": True})]
+        ("Slice", "add_node", dict(name="node0", site="STAR", cores=4, ram=16, disk=50, image="default_debian_12")),
+        ("Slice", "add_node", dict(name="node1", site="STAR", cores=4, ram=16, disk=50, image="default_debian_12")),
+        ("Slice", "submit", {"wait": True, "lease_in_hours": 30})]
     hosts = yaml.safe_load(out.read_text())["all"]["children"]["ssh_hosts"]["hosts"]
     assert hosts["node0"]["ansible_host"] == "2001:db8:a0::10" and hosts["node1"]["ansible_host"] == "192.0.2.7"
     for hv in hosts.values():
-        assert hv["ansible_user"] == "ubuntu" and hv["ansible_become"] is True
+        assert hv["ansible_user"] == "debian" and hv["ansible_become"] is True
         assert hv["ansible_ssh_private_key_file"] == str(keydir / "slice_key")
         assert f"ssh -i {keydir / 'fabric_bastion_key'} " in hv["ansible_ssh_common_args"]
         assert "-W [%h]:%p alice_0000012345@bastion.fabric-testbed.net" in hv["ansible_ssh_common_args"]
@@ -236,7 +244,7 @@ def test_create_against_fake_fablib(fake, tmp_path, capsys):
         kh = pool.known_hosts_file(pool.ssh_member_id(name, out))
         assert shlex.split(hv["ansible_ssh_common_args"])[:4] == \
             ["-o", f"UserKnownHostsFile={kh}", "-o", "StrictHostKeyChecking=accept-new"]
-    assert "node0: ubuntu@2001:db8:a0::10" in capsys.readouterr().err
+    assert "node0: debian@2001:db8:a0::10" in capsys.readouterr().err
 
 
 def test_written_inventory_keeps_host_keys_per_node(tmp_path, monkeypatch):
@@ -325,7 +333,7 @@ def test_fablib_errors_say_whether_a_slice_may_be_left(fake, monkeypatch, tmp_pa
     monkeypatch.setattr(mod.FablibManager, "__init__", init)
     slice_cls = type(mod.FablibManager().new_slice("probe"))
 
-    def no_room(self, wait=True):
+    def no_room(self, wait=True, lease_in_hours=None):
         raise RuntimeError("insufficient resources at STAR")
     monkeypatch.setattr(slice_cls, "submit", no_room)
     assert fabric.main(CREATE + ["-o", str(tmp_path / "b.yml")]) == 1

@@ -4,12 +4,14 @@ testbed; more nodes are more testbeds for parallel runs.
 
 Instructions:
 Wait until every node is ready (green), open the Manifest tab (or List View, Download Manifest) and
-save the XML as manifest.xml on your controller machine. Then, in your clone of favorlab:
+save the XML as manifest.xml on your controller machine. Then, in your clone of favorlab, with a
+config whose testbed is {kind: ssh, inventory: ansible/inventories/cloudlab/hosts.yml, hosts: [node0]}
+(docs/testbeds.md, "On CloudLab"):
 
-    .venv/bin/python -m orchestrate.cloudlab manifest.xml --user YOUR_CLOUDLAB_USER --key ~/.ssh/id_ed25519 -o ansible/inventories/cloudlab/hosts.yml
-    cd ansible && ../.venv/bin/ansible-playbook -i inventories/cloudlab/hosts.yml site.yml
+    ./favorlab testbed inventory CONFIG.yaml --manifest manifest.xml --user YOUR_CLOUDLAB_USER --key ~/.ssh/id_ed25519
+    ./favorlab run CONFIG.yaml
 
-and point a config at node0 (docs/testbeds.md, "On CloudLab"). Terminate the experiment when done.
+./favorlab testbed create does all of this through the portal's API. Terminate the experiment when done.
 """
 # The portal runs this file as it is (geni-lib, Python 3). It has to be uploaded or pasted as a
 # profile: a repository-based CloudLab profile reads only a profile.py at the top of a repository.
@@ -29,12 +31,15 @@ pc.defineParameter("hardware_type", "Hardware type (empty: any available)",
                    portal.ParameterType.NODETYPE, "",
                    longDescription="A CloudLab hardware type such as d430, m510 or c220g2. All nodes "
                                    "get the same type, so that parallel runs are comparable.")
+# The default is orchestrate/images.py's CLOUDLAB_DEFAULT (the portal cannot import it; a test checks they
+# agree): Ubuntu 22.04's Python 3.10 and kernel 5.15 are older than what the hosts run
 pc.defineParameter("disk_image", "Disk image",
                    portal.ParameterType.IMAGE,
-                   "urn:publicid:IDN+emulab.net+image+emulab-ops//UBUNTU22-64-STD",
-                   longDescription="Ubuntu 22.04 or Debian 12 with python3 and sudo: the Ansible "
-                                   "roles install the rest, including kernel headers for the "
-                                   "running kernel (sch_favor is built with DKMS).")
+                   "urn:publicid:IDN+emulab.net+image+emulab-ops//UBUNTU24-64-STD",
+                   longDescription="Ubuntu 24.04 (the default) or another image with Python 3.11+, sudo "
+                                   "and a kernel of 6.1 or newer whose headers its archive has: the "
+                                   "Ansible roles install the rest (sch_favor is built with DKMS). "
+                                   "docs/testbed-images.md lists the supported images.")
 
 params = pc.bindParameters()
 
@@ -49,7 +54,7 @@ if params.hardware_type and not re.match(r"^[A-Za-z0-9_.-]+$", params.hardware_t
 if not params.disk_image.startswith("urn:publicid:IDN+"):
     pc.reportError(portal.ParameterError(
         "disk_image must be an image URN such as "
-        "urn:publicid:IDN+emulab.net+image+emulab-ops//UBUNTU22-64-STD (got %r)" % params.disk_image,
+        "urn:publicid:IDN+emulab.net+image+emulab-ops//UBUNTU24-64-STD (got %r)" % params.disk_image,
         ["disk_image"]))
 pc.verifyParameters()
 
