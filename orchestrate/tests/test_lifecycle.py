@@ -85,6 +85,7 @@ class Calls(list):
 
 def fake_fablib(calls: Calls, keydir: Path, now: datetime):
     rec = json.loads(json.dumps(FABRIC_REC))
+    rec["slice"]["lease_end"] = (now + timedelta(hours=rec["slice"].pop("lease_end_in_hours"))).strftime(FABRIC_TIME)
 
     class Node:
         def __init__(self, name):
@@ -202,7 +203,7 @@ def test_fabric_status_shows_state_and_lease_end(fablib, tmp_path, capsys):
 def test_fabric_renew_extends_a_lease_that_ends_too_soon_and_only_then(fablib, tmp_path, capsys):
     calls, rec, now = fablib
     cfg = fabric_config(tmp_path)
-    assert run(tmp_path, "renew", cfg) == 0          # the recorded lease ends years from now
+    assert run(tmp_path, "renew", cfg) == 0          # the recorded lease ends later than a renewal would
     assert "nothing to renew" in capsys.readouterr().out and not [c for c in calls if c[0] == "Slice.renew"]
     rec["slice"]["lease_end"] = (now + timedelta(hours=2)).strftime(FABRIC_TIME)
     assert run(tmp_path, "renew", cfg) == 0
@@ -273,6 +274,9 @@ def test_calls_fit_the_real_fablib(fablib, tmp_path):
 def portal(monkeypatch, tmp_path):
     """emulab_sslxmlrpc with api.<method>(server, params).apply() serving the recorded responses."""
     calls, rec = Calls(), json.loads(json.dumps(PORTAL_REC))
+    now = datetime.now(timezone.utc)
+    for st in rec["experimentStatus"]:
+        st["expires"] = (now + timedelta(hours=st.pop("expires_in_hours"))).isoformat()
     statuses = iter(rec["experimentStatus"])
 
     class Response:
@@ -341,7 +345,7 @@ def test_cloudlab_status_shows_status_and_expiry(portal, tmp_path, capsys):
 
 def test_cloudlab_renew_asks_for_the_hours_the_plan_lacks(portal, tmp_path, capsys):
     calls, rec, cert = portal
-    assert cl(tmp_path, "renew", cert) == 0                 # the recorded expiry is years away
+    assert cl(tmp_path, "renew", cert) == 0                 # the recorded expiry is later than the lease asks
     assert "after the" in capsys.readouterr().out and not [c for c in calls if c[0] == "extendExperiment"]
     now = datetime.now(timezone.utc)
     for st in rec["experimentStatus"]:
