@@ -26,6 +26,7 @@ from pathlib import Path
 
 import yaml
 
+from contract import rundir
 from orchestrate import cloudlab_portal, fabric, images, inventory, matrix, plan
 from orchestrate.config import REPO, ConfigError, resolve_extends, validate
 from orchestrate.inventory import InventoryError
@@ -88,8 +89,11 @@ def node_names(tb: dict, nodes: int | None, service: str) -> list[str]:
 
 
 def lease_hours(cfg: dict, n: int, results_root: Path) -> tuple[int, list[str]]:
-    """(hours, lines saying how): the config's projected wall time on n testbeds, with the margin."""
-    traffic = [(lambda s: s["duration_s"] + s["drain_s"])(matrix.section_of(cfg, r)) for r in matrix.runs(cfg)]
+    """(hours, lines saying how): the projected wall time of the config's runs not finished yet under
+    results_root (a resumed campaign needs the lease for what is left) on n testbeds, with the margin."""
+    runs = matrix.runs(cfg)
+    left = [r for r in runs if not rundir.is_finished(results_root / cfg["name"] / "runs" / r.run_id)]
+    traffic = [(lambda s: s["duration_s"] + s["drain_s"])(matrix.section_of(cfg, r)) for r in left]
     nums, lines = plan.project(traffic, "ssh", [n], results_root)
     if nums["overhead_s"] is None:   # no run on a real host yet: the guest's overheads, an upper bound for one
         nums, lines = plan.project(traffic, "local-vm", [n], results_root)
@@ -97,8 +101,8 @@ def lease_hours(cfg: dict, n: int, results_root: Path) -> tuple[int, list[str]]:
                  *lines[1:]]
     wall_h = nums["wall_s"][n] / 3600
     hours = max(1, math.ceil(wall_h * LEASE_FACTOR + LEASE_SETUP_H))
-    return hours, lines + [f"lease: {wall_h:.1f} h of runs x {LEASE_FACTOR} + {LEASE_SETUP_H} h for set-up and "
-                           f"analysis = {hours} h"]
+    return hours, lines + [f"lease: {wall_h:.1f} h of runs ({len(left)} of {len(runs)} not finished) x "
+                           f"{LEASE_FACTOR} + {LEASE_SETUP_H} h for set-up and analysis = {hours} h"]
 
 
 def want_of(config: str, a) -> Want:

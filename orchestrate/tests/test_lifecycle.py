@@ -16,7 +16,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from orchestrate import cloudlab_portal, fabric, images, lifecycle
+from contract import rundir
+from orchestrate import cloudlab_portal, fabric, images, lifecycle, matrix
 from orchestrate.inventory import REPO
 
 DATA = Path(__file__).parent / "data"
@@ -60,6 +61,24 @@ def test_lease_covers_the_projection_with_its_margin_and_fabric_bounds(tmp_path)
     assert lifecycle.want_of(str(config(tmp_path, "fabric")), a).lease_h == fabric.DEFAULT_LEASE_H
     big = lifecycle.want_of(str(config(tmp_path, "fabric", hosts=["node0"], base="paper")), a)
     assert big.lease_h == fabric.MAX_LEASE_H and "capped at FABRIC's maximum" in big.plan_lines[-1]
+
+
+def test_the_lease_counts_only_the_runs_not_finished(tmp_path):
+    """A resumed campaign: runs with DONE under results/<config>/runs are not in the lease."""
+    a = lifecycle.parser().parse_args(["status", "x", "--results", str(tmp_path / "results")])
+    cfg_path = config(tmp_path, "cloudlab", hosts=["node0"])    # one node: half the runs is hours less
+    before = lifecycle.want_of(str(cfg_path), a)
+    raw = yaml.safe_load(cfg_path.read_text())
+    cfg = lifecycle.validate(dict(raw, testbed={"kind": "local-vm", "count": 1}), "t", warn=lambda m: None)
+    runs = matrix.runs(cfg)
+    for r in runs[: len(runs) // 2]:
+        done = tmp_path / "results" / cfg["name"] / "runs" / r.run_id / rundir.DONE
+        done.parent.mkdir(parents=True)
+        done.write_text("")
+    after = lifecycle.want_of(str(cfg_path), a)
+    assert f"({len(runs) - len(runs) // 2} of {len(runs)} not finished)" in after.plan_lines[-1]
+    assert f"({len(runs)} of {len(runs)} not finished)" in before.plan_lines[-1]
+    assert after.lease_h < before.lease_h
 
 
 @pytest.mark.parametrize("testbed,nodes,message", [
