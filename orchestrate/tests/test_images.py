@@ -1,0 +1,53 @@
+"""orchestrate/images.py against the places that repeat or rely on it: the CloudLab profile's default image
+(the portal runs the profile without this package), the FABRIC command's default, and the kernel series
+qdisc/tools/build-check builds by default (an image said to be built ahead of time must be among them)."""
+import importlib.util
+import re
+from importlib.machinery import SourceFileLoader
+
+import pytest
+
+from orchestrate import fabric, images, lifecycle
+from orchestrate.inventory import REPO
+
+
+def build_check():
+    path = str(REPO / "qdisc" / "tools" / "build-check")   # a script without .py: name its loader
+    spec = importlib.util.spec_from_loader("build_check", SourceFileLoader("build_check", path))
+    m = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(m)
+    return m
+
+
+def test_the_defaults_are_supported_images():
+    assert images.FABRIC[images.FABRIC_DEFAULT]["supported"]
+    assert images.CLOUDLAB[images.CLOUDLAB_DEFAULT]["supported"]
+
+
+def test_the_cloudlab_profile_defaults_to_the_same_image():
+    text = (REPO / "testbed" / "cloudlab" / "profile.py").read_text()
+    m = re.search(r'defineParameter\("disk_image".*?"(urn:publicid:IDN\+[^"]+)"', text, re.S)
+    assert m and m.group(1) == images.CLOUDLAB_DEFAULT
+
+
+def test_both_commands_default_to_the_fabric_default():
+    a = lifecycle.parser().parse_args(["create", "c.yaml"])
+    assert a.image is None      # None: the testbed's own default, from orchestrate/images.py
+    ns = lifecycle.fabric_args(lifecycle.Want("c.yaml", "fabric", "n", ["node0"], "/x"), a)
+    assert ns.image == images.FABRIC_DEFAULT
+    with pytest.raises(SystemExit):   # and orchestrate.fabric's parser offers exactly the table's images
+        fabric.main(["create", "--name", "x", "--dry-run", "--image", "default_rocky_9"])
+
+
+@pytest.mark.parametrize("table", [images.FABRIC, images.CLOUDLAB], ids=["fabric", "cloudlab"])
+def test_build_check_builds_every_series_said_to_be_built_ahead_of_time(table):
+    series = build_check().default_series()
+    for name, info in table.items():
+        built = any(s == info["kernel"] or s.startswith(info["kernel"] + ".") for s in series)
+        assert built == info["build_check"], (name, info["kernel"], series)
+
+
+def test_an_unsupported_image_is_warned_about_with_the_reason():
+    why = images.unsupported_warning("default_ubuntu_22", images.FABRIC)
+    assert "not supported" in why and "5.15" in why and "docs/testbed-images.md" in why
+    assert images.unsupported_warning(images.FABRIC_DEFAULT, images.FABRIC) is None
