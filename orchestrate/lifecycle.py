@@ -198,7 +198,7 @@ def on_fabric(action: str, w: Want, a, fm=None, now: datetime | None = None) -> 
     left = hours_left(st["lease_end"], now)
     print(f"slice {w.name}: state {st['state']}, lease ends {st['lease_end']}"
           + (f" ({left:.0f} h from now)" if left is not None else ""))
-    if left is not None and left < w.lease_h:
+    if action == "status" and left is not None and left < w.lease_h:
         print(f"slice {w.name}: the plan needs {w.lease_h} h from now; renew: ./favorlab testbed renew {w.config}")
     return 0
 
@@ -246,6 +246,10 @@ def on_cloudlab(action: str, w: Want, a, now: datetime | None = None) -> int:
         st = cloudlab_portal.status(portal, w)
     if not a.dry_run:
         print(f"experiment {w.name}: status {st.get('status')}, expires {st.get('expires', 'unknown')}")
+        end = cloudlab_portal.expires(st)
+        if end is not None and (end - (now or datetime.now(timezone.utc))).total_seconds() / 3600 < w.lease_h:
+            print(f"experiment {w.name}: the plan needs {w.lease_h} h from now; renew: ./favorlab testbed renew "
+                  f"{w.config} --project {w.project}")
     return 0
 
 

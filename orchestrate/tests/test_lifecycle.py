@@ -212,11 +212,15 @@ def test_fabric_create_reserves_the_nodes_for_the_lease_and_writes_the_inventory
 
 
 def test_fabric_status_shows_state_and_lease_end(fablib, tmp_path, capsys):
-    calls, rec, _ = fablib
+    calls, rec, now = fablib
     assert run(tmp_path, "status", fabric_config(tmp_path)) == 0
     out = capsys.readouterr().out
     assert f"slice quick-fabric: state {rec['slice']['state']}, lease ends {rec['slice']['lease_end']}" in out
+    assert "the plan needs" not in out                                    # 50 h left, the plan asks 24
     assert [c[0] for c in calls] == ["FablibManager", "get_slice"]        # reads, changes nothing
+    rec["slice"]["lease_end"] = (now + timedelta(hours=3)).strftime(FABRIC_TIME)
+    assert run(tmp_path, "status", fabric_config(tmp_path)) == 0
+    assert f"the plan needs {fabric.DEFAULT_LEASE_H} h from now; renew" in capsys.readouterr().out
 
 
 def test_fabric_renew_extends_a_lease_that_ends_too_soon_and_only_then(fablib, tmp_path, capsys):
@@ -358,8 +362,13 @@ def test_cloudlab_status_shows_status_and_expiry(portal, tmp_path, capsys):
     calls, rec, cert = portal
     assert cl(tmp_path, "status", cert) == 0
     first = rec["experimentStatus"][0]
-    assert f"experiment quick-cl: status {first['status']}, expires {first['expires']}" in capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert f"experiment quick-cl: status {first['status']}, expires {first['expires']}" in out
+    assert "the plan needs" not in out            # 60 h left, more than the plan asks
     assert [kw for w, kw in calls if w == "experimentStatus"] == [{"experiment": "favorlab,quick-cl", "asjson": 1}]
+    rec["experimentStatus"][-1]["expires"] = datetime.now(timezone.utc).isoformat()
+    assert cl(tmp_path, "status", cert) == 0
+    assert "the plan needs" in capsys.readouterr().out
 
 
 def test_cloudlab_renew_asks_for_the_hours_the_plan_lacks(portal, tmp_path, capsys):
