@@ -208,7 +208,12 @@ def on_fabric(action: str, w: Want, a, fm=None, now: datetime | None = None) -> 
 def on_cloudlab(action: str, w: Want, a, now: datetime | None = None) -> int:
     image = a.image or images.CLOUDLAB_DEFAULT
     if action == "inventory" and a.manifest:      # the manifest saved by hand: no API at all
-        return write_cloudlab_inventory(w, a, [Path(a.manifest).read_text()])
+        try:
+            text = Path(a.manifest).read_text()
+        except OSError as e:
+            raise LifecycleError(f"cannot read {a.manifest}: {e.strerror}. Fix: save the experiment's manifest "
+                                 f"XML there (Manifest tab)") from None
+        return write_cloudlab_inventory(w, a, [text])
     if not w.project:
         raise LifecycleError("CloudLab needs the project the experiment belongs to. Fix: give --project")
     if action == "create" and not w.profile:
@@ -227,9 +232,9 @@ def on_cloudlab(action: str, w: Want, a, now: datetime | None = None) -> int:
             raise LifecycleError(f"{w.inventory} exists; pass --force to replace it once the experiment is up")
         cloudlab_portal.start(portal, w, image, a.hardware_type, a.cluster)
         cloudlab_portal.wait_ready(portal, w, a.wait_minutes)
-        return write_cloudlab_inventory(w, a, cloudlab_portal.manifests(portal, w), portal)
+        return write_cloudlab_inventory(w, a, cloudlab_portal.manifests(portal, w))
     if action == "inventory":
-        return write_cloudlab_inventory(w, a, cloudlab_portal.manifests(portal, w), portal)
+        return write_cloudlab_inventory(w, a, cloudlab_portal.manifests(portal, w))
     if action == "delete":
         cloudlab_portal.terminate(portal, w)
         if not a.dry_run:
@@ -253,14 +258,20 @@ def on_cloudlab(action: str, w: Want, a, now: datetime | None = None) -> int:
     return 0
 
 
-def write_cloudlab_inventory(w: Want, a, xml_texts: list[str], portal=None) -> int:
-    if portal is not None and portal.dry:
+def write_cloudlab_inventory(w: Want, a, xml_texts: list[str]) -> int:
+    """The inventory of the manifests at the config's path (a dry run prints it, or without manifests,
+    which only the real run fetches, says where it would go)."""
+    if a.dry_run and not xml_texts:
         print(f"dry run: would write {w.inventory} from the experiment's manifests")
         return 0
     key = inventory.private_key(a.key) if a.key else None
     inv = cloudlab_portal.inventory_of(xml_texts, a.user, key, w.names)
     head = (f"Written by ./favorlab testbed inventory {w.config} (CloudLab experiment {w.name}): regenerate it, "
             f"do not edit.\nDelete the nodes: ./favorlab testbed delete {w.config}")
+    if a.dry_run:
+        print(f"dry run: would write {w.inventory}:\n")
+        print(inventory.render(inventory.with_host_keys(inv, w.inventory), head), end="")
+        return 0
     inventory.write(inv, w.inventory, head, force=a.force)
     print(f"wrote {w.inventory} ({len(w.names)} host(s) of experiment {w.name})")
     return 0

@@ -400,10 +400,16 @@ def test_cloudlab_inventory_from_the_api_and_from_a_saved_manifest(portal, tmp_p
     assert cl(tmp_path, "inventory", cert, "--user", "carol", "--force", "--manifest",
               DATA / "cloudlab-manifest.xml") == 0
     assert {h["ansible_user"] for h in hosts_of(inv).values()} == {"carol"}
+    inv.unlink()
+    assert cl(tmp_path, "inventory", cert, "--user", "carol", "--dry-run", "--manifest",
+              DATA / "cloudlab-manifest.xml") == 0
+    assert not inv.exists() and "ansible_host: pc547.emulab.net" in capsys.readouterr().out
     three = config(tmp_path, "cloudlab", hosts=["node0", "node1", "node2"], name="quick-cl")
     assert run(tmp_path, "inventory", three, "--project", "p", "--user", "bob", "--force",
                "--manifest", DATA / "cloudlab-manifest.xml") == 2
     assert "no node node2" in capsys.readouterr().err
+    assert cl(tmp_path, "inventory", cert, "--manifest", tmp_path / "nowhere.xml") == 2
+    assert "cannot read" in capsys.readouterr().err
 
 
 def test_cloudlab_delete_terminates_the_experiment(portal, tmp_path, capsys):
