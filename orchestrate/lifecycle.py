@@ -291,7 +291,9 @@ def parser() -> argparse.ArgumentParser:
     ap.add_argument("--force", action="store_true", help="replace an existing inventory")
     ap.add_argument("--image", help=f"the nodes' image (FABRIC default {images.FABRIC_DEFAULT}, CloudLab "
                                     f"default {images.CLOUDLAB_DEFAULT}; docs/testbed-images.md)")
-    ap.add_argument("--results", type=Path, default=REPO / "results", help=argparse.SUPPRESS)
+    ap.add_argument("--results", type=Path, default=REPO / "results",
+                    help="the results folder: its finished runs are left out of the lease, its attempts give the "
+                         "overhead per run (default results/)")
     f = ap.add_argument_group("FABRIC")
     f.add_argument("--fabric-rc", help="fablib's configuration file (default: fablib's own lookup)")
     f.add_argument("--site", type=str.upper, help="FABRIC site (default: fablib picks)")

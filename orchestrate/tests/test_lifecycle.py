@@ -441,3 +441,13 @@ def test_cloudlab_without_portal_tools_prints_the_steps_by_hand(monkeypatch, tmp
     assert "portal-tools (emulab_sslxmlrpc) are not installed" in out
     assert f"Number of nodes 2, Disk image {images.CLOUDLAB_DEFAULT}, name quick-cl" in out
     assert "./favorlab testbed inventory" in out and "--manifest manifest.xml" in out
+
+
+def test_the_wrapper_routes_each_action_here(tmp_path):
+    """./favorlab testbed ACTION runs this module (without root: no bootstrap once .venv exists)."""
+    import subprocess
+    for action in lifecycle.ACTIONS:
+        r = subprocess.run([str(REPO / "favorlab"), "testbed", action, str(fabric_config(tmp_path)), "--dry-run",
+                            "--results", str(tmp_path / "results")], capture_output=True, text=True, timeout=120)
+        assert r.returncode == 0, r.stderr
+        assert "dry run: would call FablibManager()" in r.stdout
