@@ -1,0 +1,54 @@
+"""favorflow for the testbed hosts' machine types: workloads/go/build MACHINE cross-compiles a static Linux
+binary per `uname -m` name (Ansible's ansible_architecture), and the favorlab_code role ships each host the one
+built for its own machine, so an aarch64 host gets an ARM binary from an x86-64 controller."""
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+import yaml
+
+from favorlab_testing import CI, GUEST, unavailable
+
+REPO = Path(__file__).resolve().parents[2]
+BUILD = REPO / "workloads" / "go" / "build"
+BIN = REPO / "workloads" / "go" / "bin"
+ROLE_TASKS = REPO / "ansible" / "roles" / "favorlab_code" / "tasks" / "main.yml"
+
+
+def build(*machines: str) -> subprocess.CompletedProcess:
+    if shutil.which("go") is None:
+        unavailable("no `go` on PATH: apt-get install golang-go to cross-build favorflow", required_by=GUEST + CI)
+    return subprocess.run(["nice", "-n", "19", str(BUILD), *machines], capture_output=True, text=True, timeout=600)
+
+
+@pytest.mark.parametrize("machine, kind", [("x86_64", "x86-64"), ("aarch64", "ARM aarch64")])
+def test_each_machine_gets_a_static_linux_binary_of_its_own_architecture(machine, kind):
+    if shutil.which("file") is None:
+        unavailable("no `file` command: apt-get install file", required_by=CI)
+    r = build(machine)
+    assert r.returncode == 0, r.stdout + r.stderr
+    out = subprocess.run(["file", "-b", str(BIN / f"favorflow-{machine}")], capture_output=True, text=True,
+                         check=True).stdout
+    assert out.startswith("ELF 64-bit LSB executable") and kind in out and "statically linked" in out, out
+
+
+def test_an_unknown_machine_is_refused_with_the_known_ones():
+    r = build("sparc64")
+    assert r.returncode != 0
+    assert "no Go port known for machine 'sparc64'" in r.stderr and "aarch64" in r.stderr, r.stderr
+
+
+def test_the_role_builds_for_the_play_hosts_machines_and_copies_each_host_its_own():
+    """The role's build step names every play host's ansible_architecture, and the copy step's source is the
+    file the build writes for the host's own: bin/favorflow-<ansible_architecture>, installed as the path the
+    runner starts (testbed/runner/traffic.py: workloads/go/bin/favorflow)."""
+    tasks = yaml.safe_load(ROLE_TASKS.read_text())
+    tarball = next(t for t in tasks if t.get("register") == "favorlab_tarball")
+    assert "workloads/go/build {{ favorlab_machines" in tarball["ansible.builtin.shell"]
+    assert "'ansible_architecture'" in tarball["vars"]["favorlab_machines"]
+    assert "ansible_play_hosts" in tarball["vars"]["favorlab_machines"]
+    copy = next(t["ansible.builtin.copy"] for t in tasks
+                if "favorflow" in str(t.get("ansible.builtin.copy", {}).get("src", "")))
+    assert copy["src"].endswith("/workloads/go/bin/favorflow-{{ ansible_architecture }}")
+    assert copy["dest"] == "{{ favorlab_root }}/workloads/go/bin/favorflow" and copy["mode"] == "0755"
