@@ -6,7 +6,7 @@
 Every row with src == --host is opened at t0 + start_s whatever the network does (open loop): the
 connection is issued by the dispatcher itself (a non-blocking connect(), so the SYN leaves at the logged
 actual start); a late start is logged as lateness and never shifts later flows. One asyncio loop carries
-every flow (standard library only, Python 3.11). It exits when every flow has ended, or at --stop-at
+every flow (standard library only, Python 3.10 or newer). It exits when every flow has ended, or at --stop-at
 (flows still open are aborted and logged `timed_out`, flows not yet started `not_started`), or on
 SIGTERM/SIGINT (same as --stop-at), after writing its log. Exit status 0 unless the inputs are wrong.
 
@@ -164,17 +164,21 @@ class FlowRun:
             return
         self.task = asyncio.ensure_future(self._run())
 
+    async def _flow(self, loop):
+        c = self.client
+        await self._connected(loop)
+        self.rec["connect_s"] = c.clock.rel()
+        self.proto = PullProto(self) if c.mode == "pull" else PushProto(self)
+        sock, self.sock = self.sock, None    # the transport owns it from here (and closes it)
+        await loop.create_connection(lambda: self.proto, sock=sock)
+        await asyncio.shield(self.ended)
+
     async def _run(self):
         c, loop = self.client, asyncio.get_running_loop()
         try:
-            async with asyncio.timeout(c.flow_timeout):
-                await self._connected(loop)
-                self.rec["connect_s"] = c.clock.rel()
-                self.proto = PullProto(self) if c.mode == "pull" else PushProto(self)
-                sock, self.sock = self.sock, None    # the transport owns it from here (and closes it)
-                await loop.create_connection(lambda: self.proto, sock=sock)
-                await asyncio.shield(self.ended)
-        except TimeoutError:
+            # wait_for, not asyncio.timeout (3.11+): hosts on Ubuntu 22.04 have Python 3.10
+            await asyncio.wait_for(self._flow(loop), c.flow_timeout)
+        except asyncio.TimeoutError:   # on 3.10 not the builtin TimeoutError (3.11 made them one)
             self.finish("timed_out", f"flow not ended after --flow-timeout {c.flow_timeout:g} s")
         except OSError as e:
             self.finish(_outcome(e), f"{type(e).__name__}: {e}")

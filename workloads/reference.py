@@ -16,7 +16,7 @@ Replay across AQMs: sizes and think times come from two random.Random streams se
 the same in every process and Python 3 version). Flow i always gets the i-th size and the i-th think
 time, whatever the network did to flows 0..i-1, so a DropTail and a FaQ run with the same seed offer the
 same sequence; they differ only in how far into it they get before --stop-at. numpy is not used: this
-runs on testbed hosts (standard library only, Python 3.11).
+runs on testbed hosts (standard library only, Python 3.10 or newer).
 
 Sizes (packets, L = max(1, ceil(X)), size_bytes = L * mss as in orchestrate.schedule): `lomax` (the
 default, Table 1's) Pareto II, X = s * (paretovariate(a) - 1), s = mean (a-1), ns-2's RandomVariable/ParetoII;
