@@ -45,7 +45,10 @@ def proxy_args(bastion: dict) -> str:
     if not SAFE_PATH.match(str(kh)):
         raise InventoryError(f"the known_hosts path {kh} has spaces or quotes; set FAVORLAB_CACHE to a "
                              f"plain path (it goes into an ssh ProxyCommand)")
-    return (f'-o ProxyCommand="ssh -i {bastion["key"]} -o UserKnownHostsFile={kh} {inventory.ACCEPT_NEW} '
+    # IdentitiesOnly: the bastion is offered only its key, not every key of the user's agent first (sshd
+    # closes the connection after MaxAuthTries, 6, failed keys: "Too many authentication failures")
+    return (f'-o ProxyCommand="ssh -i {bastion["key"]} -o IdentitiesOnly=yes -o UserKnownHostsFile={kh} '
+            f'{inventory.ACCEPT_NEW} '
             f'-W [%h]:%p {bastion["user"]}@{bastion["host"]}"')
 
 

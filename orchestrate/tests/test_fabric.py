@@ -22,7 +22,7 @@ from orchestrate.inventory import REPO, InventoryError
 BASTION = {"host": "bastion.fabric-testbed.net", "user": "alice_0000012345", "key": "/keys/fabric_bastion_key"}
 CACHE = "/cache/favorlab"
 # the bastion's host key in a known_hosts file of its own (not ~/.ssh/known_hosts)
-PROXY = (f"ProxyCommand=ssh -i /keys/fabric_bastion_key -o UserKnownHostsFile={CACHE}/known_hosts/"
+PROXY = (f"ProxyCommand=ssh -i /keys/fabric_bastion_key -o IdentitiesOnly=yes -o UserKnownHostsFile={CACHE}/known_hosts/"
          "fabric-bastion@bastion.fabric-testbed.net -o StrictHostKeyChecking=accept-new "
          "-W [%h]:%p alice_0000012345@bastion.fabric-testbed.net")
 
