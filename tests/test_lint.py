@@ -43,7 +43,7 @@ def test_shellcheck_finds_nothing():
 
 
 def test_ansible_lint_finds_nothing_in_the_roles():
-    """ansible-lint (profile basic, .ansible-lint) on ansible/: the roles every testbed is provisioned with."""
+    """ansible-lint (profile production, .ansible-lint) on ansible/: the roles every testbed is provisioned with."""
     lint = Path(sys.executable).parent / "ansible-lint"
     if not lint.exists():
         unavailable(f"ansible-lint is not installed in {lint.parent} (requirements.txt has it: scripts/bootstrap); "
