@@ -28,6 +28,8 @@ from orchestrate.provenance import REPO
 
 # the files compare.R writes: a directory holding only these (or nothing) is one --out may write over
 OUTPUTS = {"compare.csv", "unpaired.csv", "summary.md"}
+# fewest block bootstrap resamples --resamples takes: the 2.5 % and 97.5 % quantiles need a few dozen
+MIN_RESAMPLES = 100
 
 
 def label(source: Path) -> str:
@@ -111,6 +113,9 @@ def main(argv=None) -> int:
     ap.add_argument("--out", help="directory to write (default results/compare-<A>-<B>/)")
     ap.add_argument("--resamples", type=int, help="block bootstrap resamples (default 1000, as the verdict)")
     args = ap.parse_args(argv)
+    if args.resamples is not None and args.resamples < MIN_RESAMPLES:
+        ap.error(f"--resamples {args.resamples}: give {MIN_RESAMPLES} or more (a percentile interval from fewer "
+                 f"resamples is mostly noise)")
     try:
         compare(args.a, args.b, args.out, args.resamples)
     except BundleError as e:

@@ -10,6 +10,8 @@
 favorlab_R_dir <- normalizePath(dirname(sub("^--file=", "", grep("^--file=", commandArgs(FALSE), value = TRUE))))
 source(file.path(favorlab_R_dir, "common.R"))
 
+# the rows a summary prints in full; more are counted, and only those with a difference shown are printed
+SCREEN_ROWS <- 30
 fmt <- function(x) ifelse(is.na(x), "NA", formatC(signif(x, 3), format = "fg", digits = 3, flag = "#"))
 interval <- function(lo, hi) ifelse(is.na(lo) | is.na(hi), "", sprintf("[%s, %s]", fmt(lo), fmt(hi)))
 
@@ -24,9 +26,17 @@ summary_lines <- function(res, label_a, label_b) {
   if (!nrow(rows)) return(c(head, "no metric could be computed on the paired flows"))
   table <- rows[, .(scenario, load, aqm = ifelse(aqm_a == aqm_b, aqm_a, paste(aqm_a, "vs", aqm_b)), metric,
                     A = fmt(a), B = fmt(b), `B - A [95 %]` = paste(fmt(diff), interval(diff_lo, diff_hi)), verdict)]
-  per_scenario <- lapply(split(table, by = "scenario"), function(t)
-    c("", t$scenario[1], capture.output(print(t[, -"scenario"], row.names = FALSE, class = FALSE))))
-  c(head, unlist(per_scenario, use.names = FALSE))
+  shown <- function(t) unlist(lapply(split(t, by = "scenario"), function(s)
+    c("", s$scenario[1], capture.output(print(s[, -"scenario"], row.names = FALSE, class = FALSE)))), use.names = FALSE)
+  if (nrow(table) <= SCREEN_ROWS) return(c(head, shown(table)))
+  # one screen: the verdicts counted per metric, then the rows where a difference shows (summary.md has all)
+  counts <- dcast(rows[, .N, by = .(metric = factor(metric, names(COMPARE_METRICS)), verdict)], metric ~ verdict,
+                  value.var = "N", fill = 0)
+  differ <- table[verdict %in% c("B higher", "B lower")]
+  c(head, "", sprintf("%d rows (all in summary.md and compare.csv); verdicts per metric:", nrow(table)),
+    capture.output(print(counts, row.names = FALSE, class = FALSE)),
+    if (nrow(differ)) c("", sprintf("where a difference shows (%s):", if (nrow(differ) > SCREEN_ROWS)
+      sprintf("the first %d of %d", SCREEN_ROWS, nrow(differ)) else nrow(differ)), shown(head(differ, SCREEN_ROWS))))
 }
 
 markdown <- function(res, lines, label_a, label_b) {

@@ -55,9 +55,10 @@ def _write(path, cols, rows):
         w.writerows(rows)
 
 
-def make_results(root: Path, name: str, aqms, loads=(0.5,), drop=()) -> tuple[Path, Path]:
+def make_results(root: Path, name: str, aqms, loads=(0.5,), drop=(), seed=7) -> tuple[Path, Path]:
     """A config of smoke's scenario and its results folder: every run of its matrix finished, with tables
-    (flows.csv, run.csv) as extraction writes them. drop: run ids left out (never run)."""
+    (flows.csv, run.csv) as extraction writes them. drop: run ids left out (never run); seed: the config's,
+    from which each replication's seed and schedule follow."""
     cfg = yaml.safe_load(open(REPO / "config" / "smoke.yaml"))
     cfg.update(name=name, aqms=list(aqms), loads=list(loads), replications=REPLICATIONS)
     root.mkdir(parents=True, exist_ok=True)
@@ -73,10 +74,10 @@ def make_results(root: Path, name: str, aqms, loads=(0.5,), drop=()) -> tuple[Pa
         (res / "runs" / rid / "DONE").write_text("")
         _write(res / "tables" / rid / "run.csv", RUN_COLS, [{
             "run_id": rid, "aqm": aqm, "load": load, "iw": 2, "profile": "paper", "replication": rep,
-            "seed": 7 + rep, "bottleneck_mbps": 10, "buffer_pkts": 8, "dataplane": "kernel", "cc": "reno",
+            "seed": seed + rep, "bottleneck_mbps": 10, "buffer_pkts": 8, "dataplane": "kernel", "cc": "reno",
             "size_dist": "lomax", "size_mean_pkts": 30, "topology": "dumbbell", "scenario": "dumbbell", "valid": 1,
             "window_start_s": 2, "window_end_s": 40,
-            "schedule_sha256": hashlib.sha256(f"{load} {rep}".encode()).hexdigest()}])
+            "schedule_sha256": hashlib.sha256(f"{seed} {load} {rep}".encode()).hexdigest()}])
         _write(res / "tables" / rid / "flows.csv", FLOW_COLS, _flow_rows(rid, aqm, rep))
     return config, res
 
@@ -184,7 +185,21 @@ def test_bad_input_is_refused_naming_the_fix(bundles, tmp_path):
     assert "no run in common" in _refusal(run_compare(bundles["both"], other, tmp_path / "o4"))
     _, chokes = make_results(tmp_path, "choke-pie", ["choke", "pie"])
     assert "none in common" in _refusal(run_compare(bundles["both"], chokes, tmp_path / "o5"))
-    assert not any((tmp_path / o).exists() for o in ["o1", "o2", "o3", "o4", "o5"])
+    # the same labels (scenario, load, replications) on schedules of another seed: their flow ids name other flows
+    _, reseeded = make_results(tmp_path, "other-seed", ["droptail", "favor"], seed=8)
+    assert "no run in common" in _refusal(run_compare(bundles["both"], reseeded, tmp_path / "o6"))
+    assert not any((tmp_path / o).exists() for o in ["o1", "o2", "o3", "o4", "o5", "o6"])
+
+
+def test_the_wrapper_runs_compare_and_refuses_bad_resamples(bundles, tmp_path):
+    if not (REPO / ".venv" / "bin" / "python").exists():
+        pytest.skip("no .venv: the wrapper would bootstrap it; runs where scripts/bootstrap has run (CI)")
+    r = subprocess.run([str(REPO / "favorlab"), "compare", str(bundles["both"]), str(bundles["both again"]),
+                        "--out", str(tmp_path / "out"), "--resamples", "100"], capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    assert "paired: 10 run pairs" in r.stdout and (tmp_path / "out" / "compare.csv").is_file()
+    r = subprocess.run([str(REPO / "favorlab"), "compare", "A", "B", "--resamples", "5"], capture_output=True, text=True)
+    assert r.returncode == 2 and "--resamples 5: give 100 or more" in r.stderr, r.stderr
 
 
 def test_a_changed_unpacked_bundle_is_refused_and_foreign_output_never_written_over(bundles, tmp_path):
