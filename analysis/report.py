@@ -23,7 +23,7 @@ from analysis.aa import report_section as aa_report_section
 from analysis.overhead import overhead_section
 from analysis.report_ranking import ranking_cell, ranking_section  # noqa: F401 (the report's API)
 from contract import rundir
-from orchestrate.provenance import container_image, favorlab_commit
+from orchestrate.provenance import container_image, favorlab_commit, r_versions, snakemake_version
 
 STYLE = """body{font-family:sans-serif;max-width:1100px;margin:auto}table{border-collapse:collapse;font-size:13px}
 td,th{border:1px solid #ccc;padding:3px 6px}.holds{background:#d9f2d9}.does-not-hold{background:#f7d4d4}
@@ -124,6 +124,8 @@ def provenance(runs, tables):
     facts = [("favorlab commit of the runs", distinct(c for r in runs for c in r.get("commits", []))),
              ("favorlab commit of this report", favorlab_commit()),
              ("container image of this report (containers/)", container_image()),
+             ("R and the R packages the analysis loads", "; ".join(f"{k} {v}" for k, v in r_versions().items())),
+             ("Snakemake", snakemake_version()),
              ("config", distinct(t.get("config_name") for t in tables) + " (config/<name>.yaml)"),
              ("scenarios (topology, Mb/s, buffer, IW, profile, cc, sizes, mean, dataplane; a chain's hops and AQM hops)",
               distinct(scen)),
