@@ -34,7 +34,7 @@ compare_schedule_parts <- function(runs) {
 # Valid runs of A and B (run.csv rows after read_tables) matched per AQM pair on scenario key, load,
 # replication and schedule. Returns list(matched: run pairs, unpaired: one row per run left out and why).
 compare_match_runs <- function(runs_a, runs_b, pairs) {
-  keep <- c("run_id", "aqm", "scen", "load", "replication", "valid")
+  keep <- c("run_id", "aqm", "scen", "load", "replication", "valid", "topology")
   side <- function(r) cbind(r[, intersect(keep, names(r)), with = FALSE], compare_schedule_parts(r))
   a <- side(runs_a); b <- side(runs_b)
   unpaired <- rbind(
@@ -44,7 +44,7 @@ compare_match_runs <- function(runs_a, runs_b, pairs) {
     b[valid == 1 & !aqm %in% pairs$aqm_b, .(side = "B", run_id, aqm, scen, load, replication, reason = "AQM not in A")])
   # A chain's schedule is written by its reference user as the flows happen (a closed loop), so a flow id
   # names another flow in each of its runs: they cannot pair flow by flow.
-  chain <- function(r) r$run_id %in% runs_a$run_id[runs_a$topology == "chain"] | r$run_id %in% runs_b$run_id[runs_b$topology == "chain"]
+  chain <- function(r) r$topology %in% "chain"
   closed <- "a chain (closed-loop schedule): its flow ids name different flows in each run"
   unpaired <- rbind(unpaired,
     a[valid == 1 & aqm %in% pairs$aqm_a & chain(a), .(side = "A", run_id, aqm, scen, load, replication, reason = closed)],

@@ -155,12 +155,20 @@ def test_runs_and_flows_that_do_not_pair_are_listed(bundles, tmp_path):
     rows = read_rows(flows)
     rows[3].update(complete=0, in_metrics=0)
     _write(flows, FLOW_COLS, rows)
+    # a chain run: its closed-loop schedule names other flows by the same ids in every run
+    chain = "chain-10M-buf8-lomax30-paper-reno_droptail_load0.50_iw2_rep0"
+    src = flows.parent
+    _write(res / "tables" / chain / "run.csv", RUN_COLS,
+           [dict(r, run_id=chain, topology="chain", scenario="chain") for r in read_rows(src / "run.csv")])
+    _write(res / "tables" / chain / "flows.csv", FLOW_COLS, [dict(f, run_id=chain) for f in read_rows(src / "flows.csv")])
     r = run_compare(bundles["both"], res, tmp_path / "out")
     assert r.returncode == 0, r.stderr
     unpaired = read_rows(tmp_path / "out" / "unpaired.csv")
-    runs = [u for u in unpaired if u["flow_id"] == ""]
-    assert [(u["side"], u["run_id"][-4:]) for u in runs] == [("A", f"rep{REPLICATIONS - 1}")]
-    assert "no run of this scenario" in runs[0]["reason"]
+    runs = {(u["side"], u["run_id"]): u["reason"] for u in unpaired if u["flow_id"] == ""}
+    assert sorted(runs) == [("A", f"dumbbell-10M-buf8-lomax30-paper-reno_favor_load0.50_iw2_rep{REPLICATIONS - 1}"),
+                            ("B", chain)]
+    assert "no run of this scenario" in runs["A", f"dumbbell-10M-buf8-lomax30-paper-reno_favor_load0.50_iw2_rep{REPLICATIONS - 1}"]
+    assert "closed-loop" in runs["B", chain]
     assert [(u["side"], u["flow_id"]) for u in unpaired if u["flow_id"] != ""] == [("A", "3")]
     favor = [x for x in read_rows(tmp_path / "out" / "compare.csv") if x["aqm_a"] == "favor"]
     assert {int(x["replications"]) for x in favor} == {REPLICATIONS - 1}
