@@ -142,6 +142,10 @@ def validate(config: dict, source: str = "config", warn=None, origin: str | Path
     if errors:
         raise ConfigError("\n".join(_schema_error_message(source, e) for e in errors))
 
+    if "workload_impl" not in config and (config.get("testbed") or {}).get("kind") == "ssh":
+        # real hosts run favorflow, built for each host's machine by the controller (ansible's favorlab_code):
+        # the hosts' own Python (3.10 on Ubuntu 22.04) and its CPU cost per flow stay out of the runs
+        config["workload_impl"] = "go"
     cfg = schema.fill_defaults(json.loads(json.dumps(config)))  # a deep copy, then the defaults
     if "bottlenecks" in cfg:
         # the bottleneck axis is given: the topology's default pair is no value of it (and a validated config,
