@@ -2,8 +2,8 @@
 
   python -m orchestrate.compare A B [--out DIR] [--resamples N]
 
-A and B are results folders (results/<name>/), bundles (.tar.gz, from `./favorlab bundle`) or unpacked
-bundles. The comparison itself is R (analysis/R/compare.R, on the metrics and intervals of the verdict):
+A and B are results folders (results/<name>/, or their tables/ folder), bundles (.tar.gz, from
+`./favorlab bundle`) or unpacked bundles. The comparison itself is R (analysis/R/compare.R, on the metrics and intervals of the verdict):
 this module only finds each side's extracted tables. A bundle comes from someone else, so it goes through
 the same checks as `analyse` (orchestrate/bundle_unpack.py): an archive is unpacked, every member checked,
 into a temporary directory removed afterwards; an unpacked bundle is verified against its SHA256SUMS where
@@ -42,6 +42,11 @@ def label(source: Path) -> str:
     return re.sub(r"[^A-Za-z0-9._-]+", "-", name).strip("-.") or "results"
 
 
+def tabled(d: Path) -> bool:
+    """d holds extracted tables: a folder with a <run_id>/run.csv."""
+    return d.is_dir() and any((t / "run.csv").is_file() for t in d.iterdir())
+
+
 def tables_of(source: Path, scratch: Path) -> Path:
     """The tables directory of source (results folder, bundle or unpacked bundle); a bundle archive is
     unpacked under scratch. Refuses what holds no tables, naming the fix."""
@@ -55,9 +60,9 @@ def tables_of(source: Path, scratch: Path) -> Path:
     else:
         raise BundleError(f"{source}: no such results folder or bundle. Fix: give a results folder "
                           f"(results/<name>/), a bundle (.tar.gz) or an unpacked bundle")
-    tables = root / "tables"
-    have = sorted(d.name for d in tables.iterdir() if (d / "run.csv").is_file()) if tables.is_dir() else []
-    if not have:
+    # a results folder's tables/, or (a results folder's own tables folder given) the folder itself
+    tables = root if source.is_dir() and not (root / "tables").exists() and tabled(root) else root / "tables"
+    if not tabled(tables):
         runs, _ = finished_runs(root)
         pcaps_only = [r for r in runs if has_pcaps(root / "runs" / r)]
         fix = (f"Fix: run `./favorlab analyse {source}` first (it extracts the tables from the {len(pcaps_only)} "

@@ -206,6 +206,12 @@ def test_the_wrapper_runs_compare_and_refuses_bad_resamples(bundles, tmp_path):
                         "--out", str(tmp_path / "out"), "--resamples", "100"], capture_output=True, text=True)
     assert r.returncode == 0, r.stderr
     assert "paired: 10 run pairs" in r.stdout and (tmp_path / "out" / "compare.csv").is_file()
+    # a results folder's tables/ folder named directly compares the same
+    results = bundles["root"] / "one" / "results" / "same"
+    r = subprocess.run([str(REPO / "favorlab"), "compare", str(results / "tables"), str(results), "--out",
+                        str(tmp_path / "tables"), "--resamples", "100"], capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    assert read_rows(tmp_path / "tables" / "compare.csv") == read_rows(tmp_path / "out" / "compare.csv")
     r = subprocess.run([str(REPO / "favorlab"), "compare", "A", "B", "--resamples", "5"], capture_output=True, text=True)
     assert r.returncode == 2 and "--resamples 5: give 100 or more" in r.stderr, r.stderr
 
