@@ -106,6 +106,8 @@ def compare(a: str | Path, b: str | Path, out: str | Path | None = None, resampl
         said = [line for line in r.stderr.splitlines() if line.startswith("favorlab compare: ")]
         raise BundleError(said[-1][len("favorlab compare: "):] if said else
                           f"the comparison failed (exit {r.returncode}): {r.stderr.strip()[-400:]}")
+    # the readers' notes (runs split by their settings, table folders ignored) say what was read
+    sys.stderr.write(r.stderr)
     print(f"favorlab compare: {out}/compare.csv, {out}/unpaired.csv, {out}/summary.md")
     return out
 
