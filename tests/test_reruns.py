@@ -1,7 +1,7 @@
 """Finished runs are redone only when the experiment changed, and a redone run is kept, not deleted.
 
-Snakemake redoes a run whose params changed (`./favorlab` gives `--rerun-triggers mtime params input
-software-env`), and deletes its directory (attempts and pcaps included) before it runs the job again. These
+Snakemake redoes a run whose params changed (the profile workflow/profiles/default, which `./favorlab` picks,
+gives `--rerun-triggers mtime params input software-env`), and deletes its directory (attempts and pcaps included) before it runs the job again. These
 tests run the project's Snakefile with real Snakemake executions of the run rule, without a testbed: a
 Snakefile of the test's own includes the project's and points its Python (`PY`) at a stand-in that runs
 the real orchestrate.run_step with the testbed side faked (nothing booted or provisioned; the attempt is a
@@ -21,8 +21,9 @@ from favorlab_testing import CI, unavailable
 
 REPO = Path(__file__).resolve().parents[1]
 NAME = "reruns"
-# the rerun triggers as ./favorlab gives them (asserted against the wrapper below)
-TRIGGERS = ["mtime", "params", "input", "software-env"]
+PROFILE = REPO / "workflow" / "profiles" / "default"
+# the rerun triggers as the profile gives them, for the positive controls below
+TRIGGERS = yaml.safe_load((PROFILE / "config.yaml").read_text())["rerun-triggers"]
 
 FAKE_PYTHON = r'''#!{python}
 """The pipeline's Python with the testbed side faked (tests/test_reruns.py)."""
@@ -62,7 +63,10 @@ def pipeline(tmp_path, monkeypatch):
     fake = tmp_path / "python"
     fake.write_text(FAKE_PYTHON.format(python=sys.executable))
     fake.chmod(0o755)
-    (work / "Snakefile").write_text(f'include: "{REPO / "Snakefile"}"\nPY = "{fake}"\n')
+    # the pipeline's code: a copy, which a test may edit (a code change)
+    shutil.copytree(REPO / "workflow" / "rules", tmp_path / "code" / "workflow" / "rules")
+    shutil.copy(REPO / "Snakefile", tmp_path / "code" / "Snakefile")
+    (work / "Snakefile").write_text(f'include: "{tmp_path / "code" / "Snakefile"}"\nPY = "{fake}"\n')
     tarball = tmp_path / "p4lang.tar.gz"       # the P4 toolchain prefix only has to exist for planning
     tarball.write_bytes(b"")
     monkeypatch.setenv("FAVORLAB_CACHE", str(tmp_path / "cache"))   # the pool's leases
@@ -78,11 +82,12 @@ def pipeline(tmp_path, monkeypatch):
         from orchestrate.config import validate
         ids = [r.run_id for r in matrix.runs(validate(json.loads(json.dumps(cfg))))]
         cmd = [sys.executable, "-m", "snakemake", *(targets or [f"results/{NAME}/runs/{i}" for i in ids]),
-               "--snakefile", str(work / "Snakefile"), "--configfile", str(path), "--cores", "1",
-               "--resources", "testbed=1", "--rerun-incomplete", *args, "--rerun-triggers", *TRIGGERS]
+               "--profile", str(PROFILE), "--snakefile", str(work / "Snakefile"), "--configfile", str(path),
+               "--cores", "1", *args]
         return subprocess.run(cmd, cwd=work, capture_output=True, text=True, timeout=300,
                               env=dict(os.environ, **(env or {})))
     run.results = work / "results" / NAME
+    run.code = tmp_path / "code"
     return run
 
 
@@ -189,29 +194,44 @@ def test_a_redone_run_is_kept_in_superseded_unless_forced(pipeline):
     assert p.stderr.count("its spec changed (seed); its schedule changed") == 2, p.stderr
 
 
-def test_the_wrapper_gives_these_triggers_and_turns_force_into_favorlab_force(tmp_path):
+def test_an_edit_of_the_run_rules_code_redoes_no_finished_run(pipeline):
+    """The profile's rerun triggers leave out `code`: editing the orchestration's Python in the run rule
+    keeps the finished runs, where Snakemake's default triggers would redo them all."""
+    before = made(pipeline, base())
+    rules = pipeline.code / "workflow" / "rules" / "testbed.smk"
+    text = rules.read_text()
+    line = "        spec_dir.mkdir(parents=True, exist_ok=True)\n"
+    assert line in text
+    rules.write_text(text.replace(line, line + "        assert spec_dir.is_dir()\n"))
+    # the positive control: with `code` among the triggers the edit is seen, and both runs would be redone
+    assert planned_runs(pipeline(base(), "-n", "--rerun-triggers", *TRIGGERS, "code")) == set(before)
+    assert planned_runs(pipeline(base(), "-n")) == set()
+    assert finished(pipeline.results) == before
+
+
+def test_the_wrapper_picks_the_profile_and_turns_force_into_favorlab_force(tmp_path):
     """./favorlab's own code, with its tools stubbed: --force is taken out of Snakemake's arguments and
-    exported as FAVORLAB_FORCE=1; the rerun triggers are the ones the tests above use."""
+    exported as FAVORLAB_FORCE=1; the flags are the profile's, which the tests above use; after `--`
+    every argument is Snakemake's."""
     box = tmp_path / "box"
     (box / "scripts").mkdir(parents=True)
     (box / ".venv" / "bin").mkdir(parents=True)
     shutil.copy(REPO / "favorlab", box / "favorlab")
     stubs = {"scripts/bootstrap": "exit 0",
-             ".venv/bin/python": '[ "$3" = pool-size ] && echo 1; exit 0',
+             ".venv/bin/python": "exit 0",
              ".venv/bin/snakemake": 'printf "%s\\n" "FORCE=${FAVORLAB_FORCE:-}" "$@" > "$(dirname "$0")/../../argv"'}
     for path, body in stubs.items():
         (box / path).write_text(f"#!/bin/bash\n{body}\n")
         (box / path).chmod(0o755)
     (box / "c.yaml").write_text("name: c\n")
     env = {k: v for k, v in os.environ.items() if k != "FAVORLAB_FORCE"}
-    for extra, force in ((["--force", "-n"], "1"), (["-n"], "")):
+    for extra, force, given in ((["--force", "-n"], "1", ["-n"]), (["-n"], "", ["-n"]),
+                                (["-n", "--", "--force", "-h"], "", ["-n", "--force", "-h"])):
         r = subprocess.run(["bash", str(box / "favorlab"), "run", "c.yaml", *extra], capture_output=True, text=True,
                            env=env, timeout=60)
         assert r.returncode == 0, r.stderr
         argv = (box / "argv").read_text().splitlines()
-        assert argv[0] == f"FORCE={force}" and "--force" not in argv and "-n" in argv
-        i = argv.index("--rerun-triggers")
-        assert argv[i + 1:i + 1 + len(TRIGGERS)] == TRIGGERS
+        assert argv == [f"FORCE={force}", "--profile", "workflow/profiles/default", "--configfile", "c.yaml", *given]
     help_text = subprocess.run(["bash", str(REPO / "favorlab"), "help"], capture_output=True, text=True).stdout
     assert "--force" in help_text and "superseded" in help_text
 
