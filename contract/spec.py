@@ -105,6 +105,11 @@ def validate(spec: dict) -> dict:
         if not (_num(w.get("start_s")) and 0 <= w["start_s"] < spec["duration_s"]):
             raise SpecError(f"run.json: field workload.start_s={w.get('start_s')!r} is invalid: seconds after t0, "
                             f"below duration_s")
+    if "http" in w:
+        c = w["http"].get("connections") if isinstance(w["http"], dict) else None
+        if w["kind"] != "web" or not (isinstance(c, int) and 1 <= c <= 64):
+            raise SpecError(f"run.json: field workload.http={w['http']!r} is invalid: {{connections: 1..64}}, "
+                            f"under workload.kind web only (nginx and wrk in place of the schedule's replay)")
     if spec["topology"].get("central_delay_ms", 0) != 0:
         raise SpecError("run.json: field topology.central_delay_ms must be 0 (a central delay is not "
                         "supported yet; put it into the access delays)")

@@ -34,6 +34,9 @@ class Point:
     cc: str
     # the synflood axis: the spoofed SYN flood's rate in multiples of the bottleneck (0: none)
     flood_x: float = 0.0
+    # the HTTP workload's connections per path (wrk -c; 0: the open-loop replay): a closed loop is another
+    # scenario than the replay of the same schedule, so its run ids and scenario key say so
+    http_connections: int = 0
     # where the run's other settings come from (cfg["matrix"]): not part of what the run is
     section: str = field(default="", compare=False)
     bottleneck: int = field(default=0, compare=False)
@@ -48,8 +51,9 @@ class Point:
     def cell(self) -> str:
         """Every axis but AQM, load, IW and replication: the part of the run id that names the scenario."""
         flood = f"-syn{self.flood_x:g}x" if self.flood_x else ""
+        http = f"-http{self.http_connections}c" if self.http_connections else ""
         return (f"{self.scenario}-{self.bottleneck_mbps:g}M-buf{self.buffer_pkts}-{self.size_tag}"
-                f"-{self.profile}-{self.cc}{flood}")
+                f"-{self.profile}-{self.cc}{flood}{http}")
 
     @property
     def run_id(self) -> str:
@@ -76,7 +80,8 @@ def all_points(cfg: dict) -> list[Point]:
                 for cc in sec["cc"]:
                     out += [Point(cfg["name"], sec["scenario"], aqm, float(load), int(iw), rep,
                                   float(b["bottleneck_mbps"]), int(b["buffer_pkts"]), tuple(sorted(sizes.items())),
-                                sec["tcp_profile"], cc, flood_x=float(fx), section=sec["name"], bottleneck=bi)
+                                sec["tcp_profile"], cc, flood_x=float(fx), section=sec["name"], bottleneck=bi,
+                                  http_connections=int(sec["workload"].get("http", {}).get("connections", 0)))
                             for fx in sec["synflood"]["rates_x"]
                             for load in sec["loads"] for iw in sec["iw"] for rep in range(sec["replications"])
                             for aqm in sec["aqms"]]

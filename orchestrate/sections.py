@@ -112,6 +112,7 @@ def resolve_section(cfg: dict, given: dict, sec: dict, where: str, problems: lis
     elif "persistent" in sec or ("persistent" in given and not cfg.get("sections")):
         problems.append(f"{where}: persistent is for scenario 'persistent' (this is {r['scenario']!r}). "
                         f"Fix: remove it, or set scenario: persistent.")
+    _http_workload(r, cfg, sec, where, problems)
     r["synflood"] = dict(cfg["synflood"], **sec.get("synflood", {}))
     _synflood_problems(r, where, problems)
     spoof_at = f"{prefix}synflood.spoof" if "spoof" in sec.get("synflood", {}) and prefix else "synflood.spoof"
@@ -253,6 +254,25 @@ def delay_line_warnings(sec: dict) -> list[str]:
                        f"receives at the full rate, packets are lost there, not at the AQM (lower the delays or "
                        f"the rate to stay within it).")
     return out
+
+
+def _http_workload(r: dict, cfg: dict, sec: dict, where: str, problems: list) -> None:
+    """The config's workload.kind http into the run's workload (run.json's workload.http: the runner starts
+    nginx and wrk instead of the flow servers and clients). The replay adds nothing, so the specs of the
+    configs that do not ask for HTTP stay as they were."""
+    w = cfg.get("workload") or schema.defaults_of("workload")
+    if w["kind"] != "http":
+        return
+    if r["scenario"] != "dumbbell":
+        problems.append(f"{where}: workload.kind http is for scenario 'dumbbell' (this is {r['scenario']!r}): "
+                        f"the persistent and chain scenarios run their own long flows. Fix: set scenario: "
+                        f"dumbbell, or remove workload.")
+        return
+    if any(float(x) for x in dict(cfg["synflood"], **sec.get("synflood", {}))["rates_x"]):
+        problems.append(f"{where}: workload.kind http with a SYN flood: the flood targets the right hosts' flow "
+                        f"server port, where nothing listens under HTTP (nginx is on the left hosts). Fix: "
+                        f"synflood.rates_x: [0], or workload.kind replay.")
+    r["workload"]["http"] = {"connections": int(w["connections"])}
 
 
 def _chain_problems(r: dict, sec: dict, cfg: dict, where: str, problems: list) -> None:
