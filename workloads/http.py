@@ -17,10 +17,12 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import pwd
 import re
 import sys
+import time
 from pathlib import Path
 
 from contract.schedule import read_schedule
@@ -102,7 +104,9 @@ def nginx_cmd(root: str | Path) -> list[str]:
 
 def wrk_cmd(url: str, script: str | Path, duration_s: float, connections: int = 8, threads: int = 1,
             timeout_s: float = 60) -> list[str]:
-    return ["wrk", f"-t{threads}", f"-c{connections}", f"-d{duration_s:g}s", f"--timeout", f"{timeout_s:g}s",
+    """wrk's command line; its -d takes whole seconds (a fraction is a usage error), so duration_s is
+    rounded up."""
+    return ["wrk", f"-t{threads}", f"-c{connections}", f"-d{math.ceil(duration_s)}s", f"--timeout", f"{timeout_s:g}s",
             "-s", str(script), url]
 
 
@@ -125,6 +129,13 @@ def prepare(schedule: str | Path, root: str | Path, host: str | None = None, bin
     return paths
 
 
+def wait_and_exec(t0: float, cmd: list[str]) -> None:
+    """Sleep until the unix time t0, then become cmd: wrk has no start time of its own, and the run's
+    workload starts at a common t0 (the runner starts this process during its start lead)."""
+    time.sleep(max(0.0, t0 - time.time()))
+    os.execvp(cmd[0], cmd)
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(prog="python -m workloads.http", description=__doc__.split("\n\n")[0])
     sub = ap.add_subparsers(dest="cmd", required=True)
@@ -134,7 +145,16 @@ def main(argv=None) -> int:
     p.add_argument("--host", default=None, help="only the flows whose src is this host")
     p.add_argument("--bind", default="127.0.0.1")
     p.add_argument("--port", type=int, default=8080)
+    w = sub.add_parser("wrk", help="wait for --t0, then run wrk with the script (workloads.http's) on the url")
+    w.add_argument("--t0", type=float, required=True, help="unix time wrk starts")
+    w.add_argument("--duration", type=float, required=True, help="seconds wrk runs (-d)")
+    w.add_argument("--connections", type=int, required=True, help="requests kept outstanding (-c)")
+    w.add_argument("--script", required=True)
+    w.add_argument("--url", required=True)
     a = ap.parse_args(argv)
+    if a.cmd == "wrk":
+        wait_and_exec(a.t0, wrk_cmd(a.url, a.script, a.duration, connections=a.connections))
+        return 0     # reached only where exec is stubbed (tests): a failed exec raises
     try:
         paths = prepare(a.schedule, a.dir, a.host, a.bind, a.port)
     except ValueError as e:

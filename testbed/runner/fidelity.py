@@ -51,6 +51,11 @@ def workload_checks(ctx) -> None:
             ctx.checks["reference_loop"] = {"configured": "closed loop", "measured": f"check failed: {e}",
                                             "ok": False}
         return
+    from testbed.runner import httpload
+    if httpload.is_http(ctx.spec):
+        # no client logs: wrk's own report is the workload's check
+        ctx.checks.update(httpload.checks(ctx.dir))
+        return
     try:
         from workloads import checks
     except ImportError as e:

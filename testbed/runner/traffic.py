@@ -1,5 +1,5 @@
 """The run's traffic: the flow servers, the flow clients that replay the schedule (or the chain's reference
-user), and the SYN flood, each started in its host's namespace and waited for or stopped."""
+user, or the HTTP workload's nginx and wrk: httpload), and the SYN flood, each started in its host's namespace and waited for or stopped."""
 from __future__ import annotations
 
 import os
@@ -11,7 +11,7 @@ from pathlib import Path
 from contract import rundir
 from contract.sizes import format_sizes
 from contract.spec import DEFAULTS
-from testbed.runner import processes
+from testbed.runner import httpload, processes
 from testbed.runner.fidelity import flood_check
 
 REPO = Path(__file__).resolve().parents[2]
@@ -52,10 +52,15 @@ def server_hosts(ctx) -> list[str]:
 def client_cmd(ctx) -> list[str]:
     """The chain's reference user is Python only (workloads.reference); the dumbbell's client is the
     spec's workload_impl."""
+    if httpload.is_http(ctx.spec):
+        return [sys.executable, "-m", "workloads.http"]
     return [sys.executable, "-m", "workloads.reference"] if ctx.is_chain() else workload_cmd("client", ctx.spec)
 
 
 def start_servers(ctx) -> None:
+    """The flow servers, or the HTTP workload's nginx (httpload)."""
+    if httpload.is_http(ctx.spec):
+        return httpload.start_servers(ctx)
     for h in server_hosts(ctx):
         ctx.procs[f"server-{h}"] = processes.popen(
             workload_cmd("server", ctx.spec) + ["--host", h, "--hosts", str(ctx.dir / rundir.HOSTS),
@@ -66,6 +71,8 @@ def start_servers(ctx) -> None:
 
 
 def stop_servers(ctx) -> None:
+    if httpload.is_http(ctx.spec):
+        return httpload.stop_servers(ctx)
     for k in [k for k in ctx.procs if k.startswith("server-")]:
         processes.stop(ctx.procs.pop(k))
 
@@ -95,8 +102,10 @@ def start_lead(ctx) -> float:
 
 def start_clients(ctx, t0: float, stop_at: float) -> dict:
     """host -> the flow client started there: the chain's reference user, or every dumbbell host's client
-    replaying its rows of the schedule from t0 to stop_at."""
+    replaying its rows of the schedule from t0 to stop_at; or, for HTTP, path -> its wrk (httpload)."""
     s, clients = ctx.spec, {}
+    if httpload.is_http(s):
+        return httpload.start_clients(ctx, t0)
     if ctx.is_chain():
         clients[ctx.hostsj["reference"]["src"]] = start_reference(ctx, t0, stop_at)
     for h in ([] if ctx.is_chain() else ctx.hostsj["hosts"]):
@@ -122,7 +131,8 @@ def wait_clients(ctx, clients: dict, stop_at: float) -> None:
             rc = processes.stop(p)
             ctx.reasons.append(f"client on {h} did not end by stop-at + 30 s")
         if rc:
-            ctx.reasons.append(f"client on {h} exited with {rc} (see log/client-{h}.out)")
+            log = f"wrk-{h}" if httpload.is_http(ctx.spec) else f"client-{h}"
+            ctx.reasons.append(f"client on {h} exited with {rc} (see log/{log}.out)")
 
 
 def start_reference(ctx, t0: float, stop_at: float) -> subprocess.Popen:
