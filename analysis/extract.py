@@ -21,7 +21,8 @@ from analysis.tables.flows import (FLOW_COLS, measurement_window, read_sender_ca
 from analysis.tables.packets import (bottleneck_pairs, count_per_flow, add_bottleneck_columns,
                                      write_packets_csv)
 from analysis.tables.persistent import PERSISTENT_COLS, persistent_servers, persistent_rows
-from analysis.tables.run import nstat_deltas, run_row
+from analysis.tables.httpflows import http_flow_rows
+from analysis.tables.run import nstat_deltas, run_row, run_t0
 
 
 def schedule_sha256(path):
@@ -44,9 +45,14 @@ def extract(rundir, outdir, write_packets=True):
     window = measurement_window(spec, rundir)
     pdir = os.path.join(rundir, PCAP_DIR)
 
-    flows, persistent_conns = flow_rows(read_sender_captures(pdir), sched, persistent_servers(rundir),
-                                        profile, mss, window)
     hosts = read_json(rundir, HOSTS, {}) or {}
+    if "http" in (spec.get("workload") or {}):     # nginx + wrk: a flow per connection (tables/httpflows.py)
+        flows, persistent_conns = http_flow_rows(read_sender_captures(pdir), hosts.get("hosts", {}),
+                                                 hosts.get("port"), run_t0(rundir, []), profile, mss, window,
+                                                 (spec.get("aqm") or {}).get("name", "")), 0
+    else:
+        flows, persistent_conns = flow_rows(read_sender_captures(pdir), sched, persistent_servers(rundir),
+                                            profile, mss, window)
     add_path_rtt(flows, hosts)
     starts = connection_starts(flows)
 

@@ -79,7 +79,7 @@ assemble_tables <- function(runs, fl, pers = data.table()) {
 
 # What makes two runs comparable apart from AQM, load and replication (analysis/claims.yaml, "scenario").
 SCENARIO_COLS <- c("scenario", "topology", "bottleneck_mbps", "buffer_pkts", "iw", "profile", "cc", "size_dist", "size_mean_pkts",
-                   "dataplane", "hops", "aqm_hops", "flood_x", "settings")
+                   "dataplane", "hops", "aqm_hops", "flood_x", "http_connections", "settings")
 
 # Tables whose run.csv lacks some scenario columns get what can be derived (dataplane from the AQM's
 # name, topology from the scenario) and "" for the rest, so they still group consistently.
@@ -132,7 +132,8 @@ with_settings <- function(runs) {
 }
 
 # One readable key per scenario, e.g. "dumbbell 10Mb/s buf8 IW2 paper/reno pareto-mean30 kernel" (a chain's adds
-# its length and where its AQM sits: "... kernel 5hops AQM@hop1"; a run under a SYN flood "... SYN flood 1x"); `drop` leaves
+# its length and where its AQM sits: "... kernel 5hops AQM@hop1"; a run under a SYN flood "... SYN flood 1x"; the HTTP
+# workload's "... HTTP closed loop 1conn/path", the replay's nothing); `drop` leaves
 # axes out (the buffer of a buffer sweep, the IW of an IW sweep). It opens with the scenario's name
 # (persistent, chain), or the topology's where the scenario is just its topology (dumbbell).
 scenario_key <- function(d, drop = character()) {
@@ -142,7 +143,8 @@ scenario_key <- function(d, drop = character()) {
   key <- paste(name, tag(v("bottleneck_mbps"), post = "Mb/s"), tag(v("buffer_pkts"), "buf"), tag(v("iw"), "IW"),
                paste0(v("profile"), tag(v("cc"), "/")), paste0(v("size_dist"), tag(v("size_mean_pkts"), "-mean")),
                v("dataplane"), tag(v("hops"), post = "hops"), tag(v("aqm_hops"), "AQM@hop"),
-               tag(v("flood_x"), "SYN flood ", "x"), v("settings"))
+               tag(v("flood_x"), "SYN flood ", "x"), tag(v("http_connections"), "HTTP closed loop ", "conn/path"),
+               v("settings"))
   trimws(gsub(" +", " ", key))
 }
 

@@ -50,7 +50,9 @@ def scenario(spec):
                 hops=topo.get("hops", CHAIN["hops"]) if chain else "",
                 aqm_hops="+".join(str(k) for k in topo.get("aqm_hops", CHAIN["aqm_hops"])) if chain else "",
                 # the synflood axis: runs under a flood are another scenario than the same runs without
-                flood_x=(spec.get("flood") or {}).get("rate_x", ""))
+                flood_x=(spec.get("flood") or {}).get("rate_x", ""),
+                # the HTTP workload (nginx + wrk, closed loop): another scenario than the replay of the schedule
+                http_connections=((spec.get("workload") or {}).get("http") or {}).get("connections", ""))
 
 
 def run_row(spec, fid, flows, nst, rundir, window, fav_unaligned, bneck):
@@ -66,6 +68,7 @@ def run_row(spec, fid, flows, nst, rundir, window, fav_unaligned, bneck):
                seed=spec.get("seed", ""), bottleneck_mbps=sc["bottleneck_mbps"], buffer_pkts=sc["buffer_pkts"],
                dataplane=sc["dataplane"], cc=sc["cc"], size_dist=sc["size_dist"], size_mean_pkts=sc["size_mean_pkts"],
                topology=sc["topology"], hops=sc["hops"], aqm_hops=sc["aqm_hops"], flood_x=sc["flood_x"],
+               http_connections=sc["http_connections"],
                valid=int(bool(fid.get("valid"))), invalid_reasons="; ".join(fid.get("reasons", [])),
                flows_total=len(flows), flows_complete=sum(f["complete"] for f in flows),
                flows_in_metrics=len(m), flows_unmatched=sum(1 for f in flows if f["flow_id"] == ""))

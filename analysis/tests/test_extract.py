@@ -227,7 +227,7 @@ def test_run_csv_carries_the_scenario_columns(tables, tmp_path):
             "sizes": {"distribution": "pareto", "mean_pkts": 12.5}}
     assert run_table.scenario(spec) == dict(topology="parking-lot", bottleneck_mbps=2.5, buffer_pkts=60, iw=10, profile="linux",
                                      cc="cubic", size_dist="pareto", size_mean_pkts=12.5, dataplane="p4", hops="",
-                                     aqm_hops="", flood_x="")
+                                     aqm_hops="", flood_x="", http_connections="")
     # AQM, load and replication are not part of it
     other = dict(spec, aqm={"name": "p4-droptail", "forward": {"kind": "p4"}}, load=0.1, replication=0)
     assert run_table.scenario(other) == run_table.scenario(spec)
@@ -241,6 +241,9 @@ def test_run_csv_carries_the_scenario_columns(tables, tmp_path):
     # a SYN flood's rate is part of it: the legitimate flows under a flood do not pool with those without
     flooded = dict(spec, flood={"kind": "synflood", "rate_x": 1.0})
     assert run_table.scenario(flooded)["flood_x"] == 1.0 and run_table.scenario(flooded) != run_table.scenario(spec)
+    # so is the HTTP workload (nginx + wrk, closed loop): not the replay's scenario
+    http = dict(spec, workload={"kind": "web", "http": {"connections": 2}})
+    assert run_table.scenario(http)["http_connections"] == 2 and run_table.scenario(http) != run_table.scenario(spec)
 
 
 def test_run_csv_names_the_schedule_by_its_file_hash(tables, tmp_path):

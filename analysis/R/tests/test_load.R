@@ -78,3 +78,13 @@ test_that("runs measured with other settings form a scenario of their own, named
                              run_row(sub("rep0", "rep1", ids[1]), "droptail", seed = 99, rep = 1)), data.table())
   expect_equal(uniqueN(r$runs$scen), 1)
 })
+
+test_that("the HTTP workload is part of the scenario key: its runs never pool with the replay's", {
+  d <- data.table(scenario = "dumbbell", topology = "dumbbell", bottleneck_mbps = "10", buffer_pkts = "8", iw = "2",
+                  profile = "paper", cc = "reno", size_dist = "lomax", size_mean_pkts = "30", dataplane = "kernel",
+                  http_connections = c("", "1", "4"))
+  k <- scenario_key(d)
+  expect_equal(k, c("dumbbell 10Mb/s buf8 IW2 paper/reno lomax-mean30 kernel",
+                    "dumbbell 10Mb/s buf8 IW2 paper/reno lomax-mean30 kernel HTTP closed loop 1conn/path",
+                    "dumbbell 10Mb/s buf8 IW2 paper/reno lomax-mean30 kernel HTTP closed loop 4conn/path"))
+})
