@@ -120,6 +120,7 @@ def provenance(runs, tables):
     mans = [r["manifest"] for r in runs]
     scen = [" ".join(str(t.get(k, "")) for k in ("topology", "bottleneck_mbps", "buffer_pkts", "iw", "profile", "cc",
                                                  "size_dist", "size_mean_pkts", "dataplane", "hops", "aqm_hops", "flood_x")).strip()
+            + (f" HTTP closed loop {t['http_connections']}conn/path" if t.get("http_connections") else "")
             for t in tables]
     facts = [("favorlab commit of the runs", distinct(c for r in runs for c in r.get("commits", []))),
              ("favorlab commit of this report", favorlab_commit()),
@@ -127,7 +128,8 @@ def provenance(runs, tables):
              ("R and the R packages the analysis loads", "; ".join(f"{k} {v}" for k, v in r_versions().items())),
              ("Snakemake", snakemake_version()),
              ("config", distinct(t.get("config_name") for t in tables) + " (config/<name>.yaml)"),
-             ("scenarios (topology, Mb/s, buffer, IW, profile, cc, sizes, mean, dataplane; a chain's hops and AQM hops)",
+             ("scenarios (topology, Mb/s, buffer, IW, profile, cc, sizes, mean, dataplane; a chain's hops and AQM hops; "
+              "the HTTP workload's connections, workloads/README.md)",
               distinct(scen)),
              ("AQMs", distinct(r["aqm"] for r in runs)), ("loads", distinct(r["load"] for r in runs)),
              ("guest kernel", distinct(m.get("kernel") for m in mans)),
