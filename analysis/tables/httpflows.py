@@ -7,12 +7,13 @@ sender) so that the sender-side columns (retransmissions, recovery, bottleneck a
 server's. A flow starts at its SYN (start_s from the run's t0: a closed loop has no scheduled start), ends
 when its last response byte (before nginx's FIN) reaches wrk's host, and its size L is the object's, read
 from the request line (`GET /obj/<L>.bin`). Objects a wrk never asked for have no row: there are no unseen
-scheduled flows in a closed loop, and no flow of one run is the same flow in another (flow_id_base).
+scheduled flows in a closed loop (a connection that never carried a request has no object: wrk's idle ones
+are left out, any other is kept, unfinished, outside the window's offered load), and no flow of one run is the same flow in another (flow_id_base).
 """
 import re
 import zlib
 
-from analysis.pcapread import SYN, ACK
+from analysis.pcapread import ACK, FIN, SYN
 from analysis.tables.flows import FLOW_COLS
 from analysis.tcp import sender_side, receiver_side
 
@@ -27,6 +28,14 @@ def object_pkts(pkts, client_ip):
             if m:
                 return int(m.group(1))
     return None
+
+
+def idle(pkts, client_ip):
+    """A connection wrk opened and closed without a request (one per path as it starts, and the last as it
+    stops): the handshake done, the client's FIN, no payload either way. No object, so no flow."""
+    est = any(p.src != client_ip and p.flags & SYN and p.flags & ACK for p in pkts)
+    fin = any(p.src == client_ip and p.flags & FIN for p in pkts)
+    return est and fin and not any(p.plen > 0 for p in pkts)
 
 
 def flow_id_base(aqm: str) -> int:
@@ -59,10 +68,13 @@ def http_flow_rows(caps, hosts, port, t0, profile, mss, window, aqm):
         rcv = receiver_side(cli_pkts, turned, None, None)
         complete = syn_t is not None and rcv["done_t"] is not None
         L = object_pkts(cli_pkts or srv_pkts, key[0])
+        if L is None and idle(cli_pkts or srv_pkts, key[0]):
+            continue
         start = syn_t - t0 if syn_t is not None else None
-        in_window = int(start is not None and window[0] <= start < window[1])
+        # a connection whose request was never seen has no known object: not part of the offered load
+        in_window = int(start is not None and window[0] <= start < window[1] and L is not None)
         lat = rcv["done_t"] - syn_t if complete else ""
-        size = L * mss if L else ""
+        size = L * mss if L else 0
         r = dict.fromkeys(FLOW_COLS, "")
         r.update(flow_id=base + i, src=srv, dst=cli, direction="forward", src_ip=key[2], sport=key[3], dst_ip=key[0],
                  dport=key[1], start_s=round(start, 6) if start is not None else "", size_bytes=size,

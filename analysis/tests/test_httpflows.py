@@ -128,3 +128,14 @@ def test_an_http_run_directory_reaches_flows_and_run_tables(tmp_path):
     assert abs(float(f["latency_s"]) - (end - T0 - 5.0)) < 1e-5 and float(f["start_s"]) == 5.0
     [r] = list(csv.DictReader(open(tmp_path / "tables" / "run.csv")))
     assert r["http_connections"] == "1" and r["flows_in_metrics"] == "1"
+
+
+def test_a_connection_without_a_request_is_no_object():
+    """wrk opens and closes a connection per path without a request as it starts: no flow; a connection
+    whose SYN was never answered is kept, unfinished, outside the offered load (its object is unknown)."""
+    pk, _, _ = exchange()
+    handshake = [p for p in pk[:3]] + [pkt(T0 + 5.2, CLI, FIN | ACK, 101, 5001)]
+    assert rows_of(handshake) == []
+    [r] = rows_of([pkt(T0 + 5.0, CLI, SYN, 100, 0), pkt(T0 + 8.0, CLI, SYN, 100, 0)])
+    assert (r["complete"], r["in_window"], r["in_metrics"], r["L"], r["size_bytes"], r["syn_retrans"]) == \
+        (0, 0, 0, "", 0, 1)
