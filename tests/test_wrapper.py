@@ -147,7 +147,7 @@ def test_a_root_bootstrap_leaves_venv_to_the_invoking_user():
                            env=dict(os.environ, SUDO_USER="nobody"))
         assert p.returncode == 0, p.stderr
         nobody = pwd.getpwnam("nobody").pw_uid
-        assert {q.stat().st_uid for q in [box / ".venv", *(box / ".venv").rglob("*")]} == {nobody}
+        assert {q.lstat().st_uid for q in [box / ".venv", *(box / ".venv").rglob("*")]} == {nobody}
         assert box.stat().st_uid == 0           # only .venv changes hands
         # without sudo (root's own shell): the repository's owner
         user = pwd.getpwnam("daemon")
