@@ -1,5 +1,5 @@
 """A normal user analyses a bundle from a clone after the root bootstrap: `sudo scripts/bootstrap` leaves .venv
-to that user, and `./favorlab analyse` then needs no root and asks no sudo.
+to that user, and `./favorlab analyse` and `./favorlab compare` then need no root and ask no sudo.
 
 A throwaway user (removed at the end) and a fresh clone of the committed tree. The clone's .venv is a venv of
 its own whose packages are this checkout's .venv's (a .pth file): a full `pip install` would take minutes
@@ -95,6 +95,14 @@ def test_a_normal_user_analyses_a_bundle_after_the_root_bootstrap(user, tmp_path
     assert not (home / "sudo-called").exists(), (home / "sudo-called").read_text()
     assert (out / "verdict.csv").is_file() and (out / "report.html").is_file()
     assert out.owner() == name
+    # compare, the other analysis a user runs on bundles: the bundle against itself
+    cmp = home / "compared"
+    p = subprocess.run([shutil.which("runuser"), "-u", name, "--", *env, str(clone / "favorlab"), "compare", str(bundle),
+                        str(bundle), "--out", str(cmp), "--resamples", "100"], capture_output=True, text=True,
+                       timeout=600, cwd=home)
+    assert p.returncode == 0, p.stdout + p.stderr
+    assert not (home / "sudo-called").exists(), (home / "sudo-called").read_text()
+    assert cmp.is_dir() and any(cmp.iterdir()) and cmp.owner() == name
     # and the user installs into .venv itself (pip's own check: its site-packages are writable by the user)
     w = subprocess.run([shutil.which("runuser"), "-u", name, "--", "test", "-w", str(pth.parent)], capture_output=True)
     assert w.returncode == 0
