@@ -1,5 +1,5 @@
 # Runs execute on the config's pool of testbeds (testbed: count / hosts / group; orchestrate/pool.py):
-# up to one run per testbed at once (resource `testbed`: ./favorlab gives the pool's size), each job
+# up to one run per testbed at once (resource `testbed`: the Snakefile gives the pool's size), each job
 # leasing a free member for as long as it runs. Each brings back a complete run directory or nothing:
 # the runner works in <run_id>.partial and renames it only when DONE is written, so an interrupted
 # pipeline resumes without redoing finished runs or counting half-finished ones. A run whose fidelity
