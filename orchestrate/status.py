@@ -47,17 +47,20 @@ def count(results: Path, planned: list[str], source: str) -> dict:
             valid, invalid = valid + ok, invalid + (not ok)
         elif (results / "attempts" / rid).exists():
             started += 1
-    return {"results": os.path.relpath(results), "planned": len(planned), "valid": valid, "invalid": invalid,
+    shown = os.path.relpath(results) if Path(results).resolve().is_relative_to(Path.cwd()) else str(results)
+    return {"results": shown, "planned": len(planned), "valid": valid, "invalid": invalid,
             "started": started, "remaining": len(planned) - valid - invalid, "planned from": source}
 
 
-def status_of(results: Path, config: Path | None) -> dict:
+def status_of(results: Path, config: Path | None,
+              without_config: str = "its specs/ (no config file in config/ has this name)") -> dict:
+    """One results folder's row: planned from the config's matrix, or from the specs the pipeline wrote."""
     if config is not None:
         planned = [r.run_id for r in matrix.runs(read_config(config, warn=lambda m: None))]
-        return count(results, planned, str(config))
+        return count(results, planned, os.path.relpath(config))
     specs = results / "specs"
     planned = sorted(p.name for p in specs.iterdir()) if specs.is_dir() else []
-    return count(results, planned, "its specs/ (no config file in config/ has this name)")
+    return count(results, planned, without_config)
 
 
 def table(rows: list[dict]) -> str:
@@ -84,7 +87,14 @@ def main(argv=None) -> int:
             if not folders:
                 print(f"favorlab status: no results folder in {root}; ./favorlab quick (or run CONFIG.yaml) makes one")
                 return 0
-            rows = [status_of(f, known.get(f.name)) for f in folders]
+            rows = []
+            for f in folders:
+                try:
+                    rows.append(status_of(f, known.get(f.name)))
+                except ConfigError as e:
+                    # one config that does not validate here (e.g. a P4 one without its toolchain) hides no other
+                    rows.append(status_of(f, None, f"its specs/ ({os.path.relpath(known[f.name])} does not validate "
+                                                   f"here: ./favorlab status {os.path.relpath(known[f.name])} says why)"))
     except ConfigError as e:
         print(f"favorlab status: {e}", file=sys.stderr)
         return 2

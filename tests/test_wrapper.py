@@ -159,3 +159,14 @@ def test_a_root_bootstrap_leaves_venv_to_the_invoking_user():
         assert (box / ".venv" / "bin" / "python").stat().st_uid == user.pw_uid
     finally:
         shutil.rmtree(box)
+
+
+def test_status_lists_every_folder_when_one_config_does_not_validate(tmp_path, monkeypatch, capsys):
+    (tmp_path / "config").mkdir()
+    (tmp_path / "config" / "bad.yaml").write_text("name: bad\nno_such_key: 1\n")
+    (tmp_path / "results" / "bad" / "specs" / "r1").mkdir(parents=True)
+    (tmp_path / "results" / "other" / "specs" / "r2").mkdir(parents=True)
+    monkeypatch.setattr(status, "REPO", tmp_path)
+    assert status.main(["--results-root", str(tmp_path / "results")]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert len(out) == 3 and "bad.yaml does not validate here" in out[1] and "no config file" in out[2], out
