@@ -64,7 +64,8 @@ def test_http_workload_reaches_tables_figure_and_report(shared_guest, tmp_path):
         reports = json.loads((d / "flows" / "wrk.json").read_text())
         assert reports and all(r["requests"] > 0 for r in reports.values()), reports
         # nginx's access log: every request on a connection of its own ($connection_requests 1)
-        served = [line.split() for f in sorted((d / "flows").glob("nginx-a*.log")) for line in f.read_text().splitlines()]
+        served = [line.split() for f in sorted((d / "flows").glob("nginx-a*.log"))
+                  for line in f.read_text().splitlines()]
         assert served and all(w[2] == "1" for w in served)
         assert not list((d / "flows").glob("client-*.csv"))     # no replay client ran
 

@@ -8,7 +8,8 @@ server's. A flow starts at its SYN (start_s from the run's t0: a closed loop has
 when its last response byte (before nginx's FIN) reaches wrk's host, and its size L is the object's, read
 from the request line (`GET /obj/<L>.bin`). Objects a wrk never asked for have no row: there are no unseen
 scheduled flows in a closed loop (a connection that never carried a request has no object: wrk's idle ones
-are left out, any other is kept, unfinished, outside the window's offered load), and no flow of one run is the same flow in another (flow_id_base).
+are left out, any other is kept, unfinished, outside the window's offered load), and no flow of one run
+is the same flow in another (flow_id_base).
 """
 import re
 import zlib

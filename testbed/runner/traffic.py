@@ -1,5 +1,6 @@
 """The run's traffic: the flow servers, the flow clients that replay the schedule (or the chain's reference
-user, or the HTTP workload's nginx and wrk: httpload), and the SYN flood, each started in its host's namespace and waited for or stopped."""
+user, or the HTTP workload's nginx and wrk: httpload), and the SYN flood, each started in its host's
+namespace and waited for or stopped."""
 from __future__ import annotations
 
 import os
