@@ -14,6 +14,7 @@ import re
 import shutil
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -93,21 +94,104 @@ def test_a_malformed_base_conf_names_the_line(tmp_path):
         cb.read_conf(conf)
 
 
+def _fake_docker(folder, version, buildx):
+    folder.mkdir()
+    (folder / "docker").write_text(f"#!/bin/sh\n[ \"$1\" = buildx ] && exit {0 if buildx else 1}\necho {version}\n")
+    (folder / "docker").chmod(0o755)
+    return str(folder / "docker")
+
+
+def test_docker_builds_with_the_first_client_on_path_that_has_buildkit(tmp_path, monkeypatch):
+    new_without_buildx = _fake_docker(tmp_path / "a", "28.2.2", buildx=False)
+    debian = _fake_docker(tmp_path / "b", "20.10.24+dfsg1", buildx=False)
+    monkeypatch.setenv("PATH", f"{tmp_path / 'a'}:{tmp_path / 'b'}")
+    assert cb.engine_cmd("docker") == [debian]
+    monkeypatch.setenv("PATH", f"{tmp_path / 'b'}:{tmp_path / 'a'}")
+    assert cb.engine_cmd("docker") == [debian]
+    monkeypatch.setenv("PATH", str(tmp_path / "a"))
+    with pytest.raises(cb.BuildError, match="apt-get install docker.io"):
+        cb.engine_cmd("docker")
+    with_buildx = _fake_docker(tmp_path / "c", "28.2.2", buildx=True)
+    monkeypatch.setenv("PATH", f"{tmp_path / 'a'}:{tmp_path / 'c'}")
+    assert cb.engine_cmd("docker") == [with_buildx] and new_without_buildx != with_buildx
+
+
+def test_docker_gets_the_ca_bundle_as_a_build_secret_for_the_pip_step_only(tmp_path, monkeypatch):
+    ca = tmp_path / "ca.crt"
+    ca.write_text("a CA\n")
+    monkeypatch.setenv("PIP_CERT", str(ca))
+    args = cb.pip_ca_args(build=True, secret=True)
+    assert "-v" not in args and args[args.index("--secret") + 1] == f"id={cb.PIP_CA_SECRET},src={ca}"
+    assert f"PIP_CERT={cb.HOST_CA}" in args
+    original = (REPO / "containers" / "analysis" / "Containerfile").read_text().splitlines()
+    rewritten = cb.docker_containerfile("analysis", tmp_path).read_text().splitlines()
+    mount = f"RUN --mount=type=secret,id={cb.PIP_CA_SECRET},target={cb.HOST_CA} "
+    changed = [(a, b) for a, b in zip(original, rewritten) if a != b]
+    assert len(original) == len(rewritten) and len(changed) == 1, "one step, the pip install, mounts the CA"
+    assert changed[0][1] == changed[0][0].replace("RUN ", mount, 1) and "PIP_CERT" in changed[0][0]
+    controller = REPO / "containers" / "controller" / "Containerfile"
+    assert cb.docker_containerfile("controller", tmp_path).read_text() == controller.read_text()
+
+
 # ---- with a container engine -------------------------------------------------------------------------------
 
-def _engine():
-    why = None
-    eng = shutil.which("podman") or shutil.which("docker")
-    if not eng:
-        why = "no podman or docker on PATH (apt-get install podman; README, 'Containers')"
-    elif os.geteuid() != 0:
-        why = "the base image is made by debootstrap, which needs root"
-    elif subprocess.run([eng, "info"], capture_output=True).returncode:
-        why = f"`{eng} info` fails: the engine does not run here"
-    if why:
-        unavailable(f"no container engine runs here: {why}; runs wherever podman or docker does, as root",
-                    required_by=CONTAINERS)
-    return eng
+ENGINES = ["podman", "docker"]
+# where the test's own Docker daemon keeps its images (layers cached from one run to the next), socket and state
+DOCKER_ROOT = Path(os.environ.get("FAVORLAB_DOCKER_ROOT", "/var/tmp/favorlab-docker"))
+
+
+def _no_engine(why):
+    unavailable(f"no container engine runs here: {why}; runs wherever podman or docker does, as root",
+                required_by=CONTAINERS)
+
+
+def _start_dockerd(dockerd):
+    """A Docker daemon of the test's own, on a socket of its own, with no bridge, no firewall rules and no IP
+    forwarding (the host's network stays as found, as `built` checks). Returns its process and DOCKER_HOST."""
+    DOCKER_ROOT.mkdir(parents=True, exist_ok=True)
+    host = f"unix://{DOCKER_ROOT / 'docker.sock'}"
+    log = open(DOCKER_ROOT / "dockerd.log", "w")
+    proc = subprocess.Popen([dockerd, "--host", host, "--data-root", str(DOCKER_ROOT / "data"),
+                             "--exec-root", str(DOCKER_ROOT / "exec"), "--pidfile", str(DOCKER_ROOT / "dockerd.pid"),
+                             "--bridge", "none", "--iptables=false", "--ip6tables=false", "--ip-forward=false",
+                             "--ip-masq=false"], stdout=log, stderr=subprocess.STDOUT)
+    for _ in range(60):
+        if proc.poll() is not None:
+            break
+        if subprocess.run([cb.engine_cmd("docker")[0], "info"], capture_output=True,
+                          env=dict(os.environ, DOCKER_HOST=host)).returncode == 0:
+            return proc, host
+        time.sleep(1)
+    proc.terminate()
+    proc.wait(30)
+    last = [l for l in (DOCKER_ROOT / "dockerd.log").read_text().splitlines() if "level=error" in l or
+            "level=fatal" in l] or ["(no error in its log)"]
+    _no_engine(f"dockerd does not start here: {last[-1]} ({DOCKER_ROOT / 'dockerd.log'})")
+
+
+@pytest.fixture(scope="module", params=ENGINES)
+def engine(request):
+    """The engine's command (Podman, or Docker with a daemon: the running one, else one the test starts and
+    stops, by its PID) and the environment its commands need. Where Docker is missing or cannot start, the
+    reason is the skip (containers/README.md, 'Engines')."""
+    name, env, daemon = request.param, dict(os.environ), None
+    if not shutil.which(name):
+        _no_engine(f"no {name} on PATH (apt-get install {'docker.io' if name == 'docker' else 'podman runc'}; "
+                   f"containers/README.md, 'Engines')")
+    if os.geteuid() != 0:
+        _no_engine("the base image is made by debootstrap, which needs root")
+    try:
+        eng = cb.engine_cmd(name)
+    except cb.BuildError as e:
+        _no_engine(str(e))
+    if subprocess.run([*eng, "info"], capture_output=True).returncode:
+        if name != "docker" or not shutil.which("dockerd"):
+            _no_engine(f"`{' '.join(eng)} info` fails: the engine does not run here")
+        daemon, env["DOCKER_HOST"] = _start_dockerd(shutil.which("dockerd"))
+    yield eng, env
+    if daemon:
+        daemon.terminate()
+        daemon.wait(60)
 
 
 def _host_network_state():
@@ -119,31 +203,34 @@ def _host_network_state():
 
 
 @pytest.fixture(scope="module")
-def built():
-    """Both images built from the lock files (cached by the engine's layers: seconds when nothing changed).
+def built(engine):
+    """The images built from the lock files by `engine` (cached by the engine's layers: seconds when nothing
+    changed): both with Podman; the analysis image with Docker, which the byte-identical test uses (the
+    controller image runs privileged on the host's network, which the project runs under Podman).
     Building and using them leaves the host's network as it was: no engine bridge, so no IP forwarding
     turned on and no NAT chains added (a forwarding host once looped a test's SYNs 64 times)."""
-    eng = _engine()
+    eng, env = engine
+    image = "analysis" if Path(eng[0]).name == "docker" else "controller"
     host_before = _host_network_state()
-    p = subprocess.run([str(BUILD), "controller", "--engine", Path(eng).name], capture_output=True, text=True,
-                       timeout=3600)
+    p = subprocess.run([str(BUILD), image, "--engine", Path(eng[0]).name], capture_output=True, text=True,
+                       timeout=3600, env=env)
     # the build's own log (what each step ran and how long it took) where pytest -s shows it
     print(p.stderr[-3000:])
     assert p.returncode == 0, p.stderr[-4000:]
     ids = {n: (REPO / "containers" / n / "IMAGE_ID").read_text().split() for n in cb.PARENT}
-    yield eng, ids
+    yield eng, env, ids
     assert _host_network_state() == host_before, "the container engine changed the host's network"
 
 
 @pytest.mark.slow
 @pytest.mark.container
 def test_analysis_image_gives_the_hosts_verdict_and_figure_tables_byte_for_byte(built, made, tmp_path):
-    eng, ids = built
+    eng, env, ids = built
     b = _bundle(made, tmp_path)
     host = bd.analyse(b, tmp_path / "host", cores=1, log=lambda _m: None)
     p = subprocess.run([str(REPO / "containers" / "run"), "analysis", "analyse", f"/data/{b.name}", "--out",
                         "/data/image", "--cores", "1"], cwd=tmp_path, capture_output=True, text=True, timeout=1800,
-                       env=dict(os.environ, FAVORLAB_ENGINE=eng, FAVORLAB_DATA=str(tmp_path)))
+                       env=dict(env, FAVORLAB_ENGINE=Path(eng[0]).name, FAVORLAB_DATA=str(tmp_path)))
     assert p.returncode == 0, p.stderr[-4000:]
     image = tmp_path / "image"
     assert (image / "verdict.csv").read_bytes() == (host / "verdict.csv").read_bytes()
@@ -157,10 +244,11 @@ def test_analysis_image_gives_the_hosts_verdict_and_figure_tables_byte_for_byte(
 
 @pytest.mark.slow
 @pytest.mark.container
+@pytest.mark.parametrize("engine", ["podman"], indirect=True)
 def test_controller_image_bootstraps_with_nothing_to_install_and_no_network(built):
-    eng, ids = built
+    eng, env, ids = built
     tag = ids["controller"][0]
-    p = subprocess.run([*cb.engine_cmd(eng), "run", "--rm", *cb.ulimit_args(), "--network", "none", "--entrypoint", "bash", tag, "-c",
+    p = subprocess.run([*eng, "run", "--rm", *cb.ulimit_args(), "--network", "none", "--entrypoint", "bash", tag, "-c",
                         "scripts/bootstrap && ./favorlab help && command -v qemu-system-x86_64 debootstrap go "
                         "Rscript tshark && .venv/bin/python -c 'import snakemake, ansible'"],
                        capture_output=True, text=True, timeout=600)
