@@ -22,6 +22,7 @@ from collections import Counter
 from analysis.aa import report_section as aa_report_section
 from analysis.overhead import overhead_section
 from analysis.report_ranking import ranking_cell, ranking_section  # noqa: F401 (the report's API)
+from analysis.report_view import figure_view, view_scripts
 from contract import rundir
 from orchestrate.provenance import container_image, favorlab_commit, r_versions, snakemake_version
 
@@ -388,7 +389,9 @@ def render(results, only=None):
         with open(os.path.join(fdir, f), "rb") as fh:
             b = base64.b64encode(fh.read()).decode()
         parts.append(f"<h3 id='{html.escape(f[:-4])}'>{html.escape(f[:-4])}</h3><img alt='{html.escape(f)}' src='data:image/png;base64,{b}'>"
-                     + figure_caption(os.path.join(fdir, f[:-4])))
+                     + figure_caption(os.path.join(fdir, f[:-4])) + figure_view(fdir, f[:-4]))
+    if figs:
+        parts.append(view_scripts())
     parts.append("<h2>Where an attempt's wall time went (attempts.json, phases_s)</h2>" + overhead_section(runs))
     parts.append("<h2>Where the testbed's CPU went (cpu.json, traffic window)</h2>" + cpu_section(runs))
     parts.append("<h2>The testbed kernel's health (kernel log, slab memory, favor's counters and trace)</h2>"
