@@ -45,6 +45,14 @@ def test_chart_spec_draws_one_series_per_aqm_and_load_on_the_figures_axes():
     assert report_view.chart_spec([{"aqm": "favor", "note": "x"}]) is None
 
 
+def test_without_the_charting_library_the_report_is_written_and_says_how_to_get_it(tmp_path, monkeypatch):
+    monkeypatch.setattr(report_view, "ECHARTS", str(tmp_path / "absent" / "echarts.min.js"))
+    write_figures(str(tmp_path / "figures"))
+    page = report.render(str(tmp_path))
+    assert "Interactive figures missing" in page and "run scripts/bootstrap" in page
+    assert page.count("class='fig-view'") == 2
+
+
 def test_report_page_draws_every_figure_table_offline_in_a_headless_browser(tmp_path):
     if not os.path.isfile(report_view.ECHARTS):
         pytest.skip("ECharts not installed (analysis/view/node_modules); runs where scripts/bootstrap ran npm ci")
