@@ -58,8 +58,8 @@ def test_report_page_draws_every_figure_table_offline_in_a_headless_browser(tmp_
         pytest.skip("ECharts not installed (analysis/view/node_modules); runs where scripts/bootstrap ran npm ci")
     chromium, driver_bin = shutil.which("chromium"), shutil.which("chromedriver")
     if not chromium or not driver_bin:
-        pytest.skip("no chromium/chromedriver (analysis/apt-packages.txt); runs where scripts/bootstrap installed them")
-    webdriver = pytest.importorskip("selenium.webdriver", reason="selenium (requirements.txt) not installed; runs in .venv")
+        pytest.skip("no chromium/chromedriver (analysis/view/apt-packages.txt); runs where scripts/bootstrap installed them (not in the frozen images)")
+    webdriver = pytest.importorskip("selenium.webdriver", reason="selenium (analysis/view/requirements.txt) not installed; runs where scripts/bootstrap installed it (not in the frozen images)")
     write_figures(str(tmp_path / "figures"))
     page = tmp_path / "report.html"
     page.write_text(report.render(str(tmp_path)))
