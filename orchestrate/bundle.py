@@ -40,7 +40,7 @@ from pathlib import Path
 
 from orchestrate import matrix as run_matrix
 from orchestrate.bundle_layout import (CONFIG_FILE, DAMAGED, GIB, INFO, MAX_MEMBERS, MAX_TOTAL_BYTES, PART, SUMS,
-                                       BundleError, contents, finished_runs, has_pcaps, human, sha256_file)
+                                       BundleError, contents, finished_runs, has_pcaps, human, refuse, sha256_file)
 from orchestrate.bundle_unpack import default_out, new_top, unpack
 from orchestrate.config import ConfigError, read_config
 from orchestrate.provenance import REPO, favorlab_commit
@@ -235,9 +235,7 @@ def main(argv=None) -> int:
             analyse(args.source, args.out, args.cores, max_members=args.max_files,
                     max_bytes=int(args.max_size * GIB))
     except BundleError as e:
-        # one line, whatever a hostile name held
-        print(f"favorlab {args.cmd}: {e}".replace("\n", "\\n").replace("\r", "\\r"), file=sys.stderr)
-        return 2
+        return refuse(args.cmd, e)
     return 0
 
 

@@ -14,6 +14,7 @@ import os
 import re
 import shutil
 import stat
+import sys
 from pathlib import Path
 
 from contract import rundir
@@ -58,6 +59,12 @@ DAMAGED = "the bundle is damaged or was changed. Fix: ask its sender for the bun
 
 class BundleError(Exception):
     """A refusal: the message says what is wrong and what to do."""
+
+
+def refuse(cmd: str, e: Exception) -> int:
+    """The error on one line, whatever a hostile name in it held; the exit status of a refused input."""
+    print(f"favorlab {cmd}: {e}".replace("\n", "\\n").replace("\r", "\\r"), file=sys.stderr)
+    return 2
 
 
 def sha256_file(path: Path) -> str:

@@ -22,7 +22,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from orchestrate.bundle_layout import MAX_MEMBERS, MAX_TOTAL_BYTES, SUMS, BundleError, finished_runs, has_pcaps
+from orchestrate.bundle_layout import MAX_MEMBERS, MAX_TOTAL_BYTES, SUMS, BundleError, finished_runs, has_pcaps, refuse
 from orchestrate.bundle_unpack import unpack_archive, verify
 from orchestrate.provenance import REPO
 
@@ -126,9 +126,7 @@ def main(argv=None) -> int:
     try:
         compare(args.a, args.b, args.out, args.resamples)
     except BundleError as e:
-        # one line, whatever a hostile name held
-        print(f"favorlab compare: {e}".replace("\n", "\\n").replace("\r", "\\r"), file=sys.stderr)
-        return 2
+        return refuse("compare", e)
     return 0
 
 
