@@ -89,12 +89,17 @@ def test_status_counts_a_configs_runs_from_its_results_folder(tmp_path):
 
 def box_of_a_ready_checkout(apt_packages: str) -> Path:
     """A copy of the wrapper and the real bootstrap, with .venv in place for requirements.txt (its Python a
-    stub that records its arguments) and the given apt-packages.txt, readable by any user."""
+    stub that records its arguments), the report's charting library installed and the given
+    apt-packages.txt, readable by any user."""
     box = Path(tempfile.mkdtemp(prefix="favorlab-wrapper-"))
     for f in ("favorlab", "scripts/bootstrap", "requirements.txt"):
         (box / f).parent.mkdir(parents=True, exist_ok=True)
         shutil.copy(REPO / f, box / f)
     (box / "apt-packages.txt").write_text(apt_packages)
+    # the report's charting library, as scripts/bootstrap's npm ci leaves it (a ready checkout needs no registry)
+    charts = box / "analysis" / "view" / "node_modules" / "echarts" / "dist" / "echarts.min.js"
+    charts.parent.mkdir(parents=True)
+    charts.write_text("/* echarts */\n")
     (box / ".venv" / "bin").mkdir(parents=True)
     py = box / ".venv" / "bin" / "python"
     py.write_text('#!/bin/sh\necho "$@" > "$(dirname "$0")/../called"\n')
