@@ -124,15 +124,19 @@ def as_normal_user(box: Path, *args) -> subprocess.CompletedProcess:
     return subprocess.run(cmd, capture_output=True, text=True, timeout=60, env=env)
 
 
-@pytest.mark.parametrize("command", [["analyse", "some.tar.gz"], ["bundle", "config/smoke.yaml"], ["status"]])
-def test_a_ready_checkout_runs_analysis_bundle_and_status_without_sudo(command):
+# each command and what the stub python is called with: the module and its arguments
+@pytest.mark.parametrize("command, called", [
+    (["analyse", "some.tar.gz"], "-m orchestrate.bundle analyse some.tar.gz"),
+    (["bundle", "config/smoke.yaml"], "-m orchestrate.bundle bundle config/smoke.yaml"),
+    (["compare", "a.tar.gz", "b.tar.gz"], "-m orchestrate.compare a.tar.gz b.tar.gz"),
+    (["status"], "-m orchestrate.status")])
+def test_a_ready_checkout_runs_analysis_compare_bundle_and_status_without_sudo(command, called):
     box = box_of_a_ready_checkout("bash\n")
     try:
         p = as_normal_user(box, *command)
         assert p.returncode == 0, p.stdout + p.stderr
         assert not (box / "sudo-called").exists(), (box / "sudo-called").read_text()
-        assert (box / ".venv" / "called").read_text().split()[:2] == \
-            (["-m", "orchestrate.bundle"] if command[0] != "status" else ["-m", "orchestrate.status"])
+        assert (box / ".venv" / "called").read_text().split() == called.split()
         # the control: a Debian package missing, and the same command asks sudo for apt, saying why
         (box / "apt-packages.txt").write_text("bash favorlab-no-such-package\n")
         p = as_normal_user(box, *command)
