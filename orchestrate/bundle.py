@@ -198,14 +198,20 @@ def compare_tables(out: Path, runs: list[str], sums: dict[str, str]) -> tuple[li
     return same, differ
 
 
+# The pipeline's Snakemake settings (Snakefile, cores, rerun triggers, logs), the profile ./favorlab picks too
+SNAKEMAKE_PROFILE = REPO / "workflow" / "profiles" / "default"
+
+
 def snakemake_command(results: Path, reextract: list[str], cores: int | None = None) -> list[str]:
     """The pipeline's Snakefile on results alone: the outputs missing (figures, verdict, report: never
     bundled) are made, and the runs with pcaps are extracted again (--forcerun on their tables).
-    --drop-metadata: Snakemake runs in the checkout, whose .snakemake/ then keeps no record of a directory
-    analysed elsewhere."""
-    cmd = [sys.executable, "-m", "snakemake", "--snakefile", str(REPO / "Snakefile"),
-           "--config", f"analyse_results={results}", "--cores", str(cores or os.cpu_count() or 1),
-           "--drop-metadata", "--printshellcmds", "--show-failed-logs"]
+    Every flag the pipeline's calls share comes from its profile, so analyse and ./favorlab cannot drift;
+    only analyse's own are added. --drop-metadata: Snakemake runs in the checkout, whose .snakemake/ then
+    keeps no record of a directory analysed elsewhere. cores None: the profile's (this machine's)."""
+    cmd = [sys.executable, "-m", "snakemake", "--profile", str(SNAKEMAKE_PROFILE),
+           "--config", f"analyse_results={results}", "--drop-metadata"]
+    if cores:
+        cmd += ["--cores", str(cores)]
     if reextract:
         cmd += ["--forcerun"] + [f"{results}/tables/{r}/flows.csv" for r in reextract]
     return cmd

@@ -74,3 +74,15 @@ def test_the_profile_holds_the_flags_that_protect_finished_runs():
     # the wrapper leaves every flag to the profile: none of them is spelt there again
     for flag in prof:
         assert f"--{flag}" not in wrapper, flag
+
+
+def test_analyse_takes_the_pipeline_flags_from_the_same_profile(tmp_path):
+    """`./favorlab analyse` drives the same Snakefile: its command picks the profile and spells none of its
+    flags again, so a flag added to the profile reaches the analysis of a bundle too."""
+    from orchestrate import bundle
+    prof = yaml.safe_load((PROFILE / "config.yaml").read_text())
+    for cores in (None, 2):
+        cmd = bundle.snakemake_command(tmp_path, ["some-run"], cores)
+        assert "--profile" in cmd and cmd[cmd.index("--profile") + 1] == str(PROFILE), cmd
+        assert not [flag for flag in prof if f"--{flag}" in cmd and flag != "cores"], cmd
+        assert ("--cores" in cmd) == (cores is not None), cmd
