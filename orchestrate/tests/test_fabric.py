@@ -11,13 +11,13 @@ import shlex
 import shutil
 import subprocess
 import sys
-import types
 
 import pytest
 import yaml
 
 from orchestrate import fabric, inventory, pool
 from orchestrate.inventory import REPO, InventoryError
+from orchestrate.tests.fakes import ACCOUNT_GETTERS, FablibAccount, fabric_keys, install_fablib, real_fablib
 
 BASTION = {"host": "bastion.fabric-testbed.net", "user": "alice_0000012345", "key": "/keys/fabric_bastion_key"}
 CACHE = "/cache/favorlab"
@@ -137,7 +137,7 @@ class Recorder:
         self.calls.append((cls, method, args, kwargs))
 
 
-def fake_fablib(rec: Recorder, keydir, addresses):
+def fake_fablib_manager(rec: Recorder, keydir, addresses) -> type:
     class Node:
         def __init__(self, name, image):
             self.name, self.image, self.ip = name, image, None
@@ -175,22 +175,10 @@ def fake_fablib(rec: Recorder, keydir, addresses):
             assert self.submitted, "get_node before submit"
             return self.nodes[name]
 
-    class FablibManager:
+    class FablibManager(FablibAccount):
         def __init__(self, fabric_rc=None):
             rec("FablibManager", "__init__", **({"fabric_rc": fabric_rc} if fabric_rc else {}))
-            self.slices = {}
-
-        def get_bastion_host(self):
-            return "bastion.fabric-testbed.net"
-
-        def get_bastion_username(self):
-            return "alice_0000012345"
-
-        def get_bastion_key_location(self):
-            return str(keydir / "fabric_bastion_key")
-
-        def get_default_slice_private_key_file(self):
-            return str(keydir / "slice_key")
+            self.slices, self.keydir = {}, keydir
 
         def new_slice(self, name):
             rec("FablibManager", "new_slice", name=name)
@@ -200,22 +188,13 @@ def fake_fablib(rec: Recorder, keydir, addresses):
         def delete_slice(self, slice_name=None):
             rec("FablibManager", "delete_slice", slice_name=slice_name)
 
-    mod = types.ModuleType("fabrictestbed_extensions.fablib.fablib")
-    mod.FablibManager = FablibManager
-    return mod
+    return FablibManager
 
 
 @pytest.fixture
 def fake(monkeypatch, tmp_path):
-    keydir = tmp_path / "fabric_config"
-    keydir.mkdir()
-    for k in ("fabric_bastion_key", "slice_key"):
-        (keydir / k).write_text("not a real key\n")
-    rec = Recorder()
-    mod = fake_fablib(rec, keydir, ["2001:db8:a0::10", "192.0.2.7"])
-    for name in ("fabrictestbed_extensions", "fabrictestbed_extensions.fablib"):
-        monkeypatch.setitem(sys.modules, name, types.ModuleType(name))
-    monkeypatch.setitem(sys.modules, "fabrictestbed_extensions.fablib.fablib", mod)
+    keydir, rec = fabric_keys(tmp_path), Recorder()
+    install_fablib(monkeypatch, fake_fablib_manager(rec, keydir, ["2001:db8:a0::10", "192.0.2.7"]))
     return rec, keydir
 
 
@@ -303,20 +282,11 @@ def test_calls_fit_the_real_fablib(fake, tmp_path):
     assert fabric.main(CREATE + ["-o", str(tmp_path / "hosts.yml")]) == 0
     assert fabric.main(["delete", "--name", "favorlab"]) == 0
     calls = list(rec.calls)
-    for name in ("fabrictestbed_extensions", "fabrictestbed_extensions.fablib", "fabrictestbed_extensions.fablib.fablib"):
-        sys.modules.pop(name)        # the fake's; the real package is imported below if it is there
-    try:
-        from fabrictestbed_extensions.fablib.fablib import FablibManager
-        from fabrictestbed_extensions.fablib.node import Node
-        from fabrictestbed_extensions.fablib.slice import Slice
-    except ImportError as e:
-        pytest.skip(f"fabrictestbed-extensions is not installed ({e}); pip install -r requirements-fabric.txt")
-    real = {"FablibManager": FablibManager, "Slice": Slice, "Node": Node}
+    real = real_fablib()
     for cls, method, args, kwargs in calls:
         inspect.signature(getattr(real[cls], method)).bind(None, *args, **kwargs)
-    for getter in ("get_bastion_host", "get_bastion_username", "get_bastion_key_location",
-                   "get_default_slice_private_key_file"):
-        inspect.signature(getattr(FablibManager, getter)).bind(None)
+    for getter in ACCOUNT_GETTERS:
+        inspect.signature(getattr(real["FablibManager"], getter)).bind(None)
 
 
 def test_fablib_errors_say_whether_a_slice_may_be_left(fake, monkeypatch, tmp_path, capsys):

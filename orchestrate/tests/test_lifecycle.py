@@ -19,6 +19,7 @@ import yaml
 from contract import rundir
 from orchestrate import cloudlab_portal, fabric, images, lifecycle, matrix
 from orchestrate.inventory import REPO
+from orchestrate.tests.fakes import FablibAccount, fabric_keys, install_fablib, real_fablib
 
 DATA = Path(__file__).parent / "data"
 FABRIC_REC = json.loads((DATA / "fabric-slice.json").read_text())
@@ -102,7 +103,7 @@ class Calls(list):
         self.append((what, kw))
 
 
-def fake_fablib(calls: Calls, keydir: Path, now: datetime):
+def fake_fablib_manager(calls: Calls, keydir: Path, now: datetime) -> tuple[type, dict]:
     rec = json.loads(json.dumps(FABRIC_REC))
     rec["slice"]["lease_end"] = (now + timedelta(hours=rec["slice"].pop("lease_end_in_hours"))).strftime(FABRIC_TIME)
 
@@ -143,21 +144,10 @@ def fake_fablib(calls: Calls, keydir: Path, now: datetime):
             calls("Slice.renew", days=days)
             rec["slice"]["lease_end"] = (now + timedelta(days=days)).strftime(FABRIC_TIME)
 
-    class FablibManager:
+    class FablibManager(FablibAccount):
         def __init__(self, fabric_rc=None):
             calls("FablibManager", fabric_rc=fabric_rc)
-
-        def get_bastion_host(self):
-            return "bastion.fabric-testbed.net"
-
-        def get_bastion_username(self):
-            return "alice_0000012345"
-
-        def get_bastion_key_location(self):
-            return str(keydir / "fabric_bastion_key")
-
-        def get_default_slice_private_key_file(self):
-            return str(keydir / "slice_key")
+            self.keydir = keydir
 
         def new_slice(self, name):
             calls("new_slice", name=name)
@@ -172,22 +162,14 @@ def fake_fablib(calls: Calls, keydir: Path, now: datetime):
         def delete_slice(self, slice_name=None):
             calls("delete_slice", slice_name=slice_name)
 
-    mod = types.ModuleType("fabrictestbed_extensions.fablib.fablib")
-    mod.FablibManager = FablibManager
-    return mod, rec
+    return FablibManager, rec
 
 
 @pytest.fixture
 def fablib(monkeypatch, tmp_path):
-    keydir = tmp_path / "fabric_config"
-    keydir.mkdir()
-    for k in ("fabric_bastion_key", "slice_key"):
-        (keydir / k).write_text("not a real key\n")
     calls, now = Calls(), datetime.now(timezone.utc)
-    mod, rec = fake_fablib(calls, keydir, now)
-    for name in ("fabrictestbed_extensions", "fabrictestbed_extensions.fablib"):
-        monkeypatch.setitem(sys.modules, name, types.ModuleType(name))
-    monkeypatch.setitem(sys.modules, "fabrictestbed_extensions.fablib.fablib", mod)
+    manager, rec = fake_fablib_manager(calls, fabric_keys(tmp_path), now)
+    install_fablib(monkeypatch, manager)
     return calls, rec, now
 
 
@@ -276,13 +258,8 @@ def test_fabric_dry_run_prints_every_call_and_needs_no_fablib(monkeypatch, tmp_p
 def test_calls_fit_the_real_fablib(fablib, tmp_path):
     """The calls the lifecycle makes, bound to the real methods' signatures (fabrictestbed-extensions 2.0.9,
     requirements-fabric.txt), where fablib is installed."""
-    for name in ("fabrictestbed_extensions", "fabrictestbed_extensions.fablib", "fabrictestbed_extensions.fablib.fablib"):
-        sys.modules.pop(name)
-    try:
-        from fabrictestbed_extensions.fablib.fablib import FablibManager
-        from fabrictestbed_extensions.fablib.slice import Slice
-    except ImportError as e:
-        pytest.skip(f"fabrictestbed-extensions is not installed ({e}); runs where requirements-fabric.txt is")
+    real = real_fablib()
+    FablibManager, Slice = real["FablibManager"], real["Slice"]
     inspect.signature(FablibManager.get_slice).bind(None, name="x")
     inspect.signature(FablibManager.delete_slice).bind(None, slice_name="x")
     inspect.signature(Slice.renew).bind(None, days=2)
