@@ -51,3 +51,29 @@ def test_an_unsupported_image_is_warned_about_with_the_reason():
     why = images.unsupported_warning("default_ubuntu_22", images.FABRIC)
     assert "not supported" in why and "5.15" in why and "docs/testbed-images.md" in why
     assert images.unsupported_warning(images.FABRIC_DEFAULT, images.FABRIC) is None
+
+
+def series_number(series: str) -> tuple[int, int]:
+    """A kernel series or ABI (6.1, 6.1.0-41, 6.12) as (major, minor)."""
+    major, minor = re.match(r"(\d+)\.(\d+)", series).groups()
+    return int(major), int(minor)
+
+
+@pytest.mark.parametrize("table", [images.FABRIC, images.CLOUDLAB], ids=["fabric", "cloudlab"])
+def test_an_image_is_supported_by_its_kernel_not_its_python(table):
+    """Supported means a kernel no older than the oldest series build-check builds; the hosts run the Go
+    binaries and their Python code runs on 3.10 (workloads/tests/test_python310.py), so no reason names Python."""
+    oldest = min(map(series_number, build_check().default_series()))
+    for name, info in table.items():
+        assert info["supported"] == (series_number(info["kernel"]) >= oldest), (name, info["kernel"], oldest)
+        if not info["supported"]:
+            assert info["kernel"] in info["why"] and "build-check" in info["why"], (name, info["why"])
+            assert "python" not in info["why"].lower(), (name, info["why"])
+
+
+def test_the_printed_table_names_every_image_and_why_it_is_not_supported():
+    lines = {ln.split()[1].rstrip(":"): ln for ln in images.table_lines()}
+    for table in (images.FABRIC, images.CLOUDLAB):
+        for name, info in table.items():
+            assert ("NOT supported: " + info.get("why", "") in lines[name]) == (not info["supported"]), lines[name]
+    assert "(default)" in lines[images.FABRIC_DEFAULT] and "(default)" in lines[images.CLOUDLAB_DEFAULT]

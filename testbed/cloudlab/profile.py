@@ -32,11 +32,11 @@ pc.defineParameter("hardware_type", "Hardware type (empty: any available)",
                    longDescription="A CloudLab hardware type such as d430, m510 or c220g2. All nodes "
                                    "get the same type, so that parallel runs are comparable.")
 # The default is orchestrate/images.py's CLOUDLAB_DEFAULT (the portal cannot import it; a test checks they
-# agree): Ubuntu 22.04's Python 3.10 and kernel 5.15 are older than what the hosts run
+# agree): Ubuntu 22.04's kernel 5.15 is older than the series sch_favor is built for
 pc.defineParameter("disk_image", "Disk image",
                    portal.ParameterType.IMAGE,
                    "urn:publicid:IDN+emulab.net+image+emulab-ops//UBUNTU24-64-STD",
-                   longDescription="Ubuntu 24.04 (the default) or another image with Python 3.11+, sudo "
+                   longDescription="Ubuntu 24.04 (the default) or another image with Python 3.10+, sudo "
                                    "and a kernel of 6.1 or newer whose headers its archive has: the "
                                    "Ansible roles install the rest (sch_favor is built with DKMS). "
                                    "docs/testbed-images.md lists the supported images.")
