@@ -1,8 +1,10 @@
-"""The Python flow client, server and reference user run on a testbed host's own Python, and a host on
-Ubuntu 22.04 (CloudLab's and FABRIC's long-standing default) has 3.10: no module they load may need a newer
-Python. Checked statically by vermin (PyPI, requirements.txt) rather than with a python3.10 interpreter
-because Debian 12 ships none, so a fresh CI machine has only 3.11; vermin knows each standard-library
-member's first version (asyncio.timeout: 3.11) and each syntax's (except*, 3.11)."""
+"""The runner (python3 -m testbed.runner, orchestrate/remote.py), the topologies and the Python flow client,
+server and reference user run on a testbed host's own Python, and a host on Ubuntu 22.04 (CloudLab's and
+FABRIC's long-standing default) has 3.10: no module they load may need a newer Python, so the host's Python
+is never why an image is unsupported (orchestrate/images.py). Checked statically by vermin (PyPI,
+requirements.txt) rather than with a python3.10 interpreter because Debian 12 ships none, so a fresh CI
+machine has only 3.11; vermin knows each standard-library member's first version (asyncio.timeout: 3.11)
+and each syntax's (except*, 3.11)."""
 import ast
 import subprocess
 import sys
@@ -16,8 +18,8 @@ OLDEST = "3.10"
 
 
 def host_modules() -> list[Path]:
-    """workloads/*.py and every repository module they import, transitively (contract.schedule, ...)."""
-    todo, seen = sorted((REPO / "workloads").glob("*.py")), set()
+    """The host side's own modules and every repository module they import, transitively (contract.schedule, ...)."""
+    todo, seen = sorted(p for d in ("workloads", "testbed/runner", "topologies") for p in (REPO / d).glob("*.py")), set()
     while todo:
         f = todo.pop()
         if f in seen:
@@ -45,7 +47,7 @@ def vermin(*files: Path) -> subprocess.CompletedProcess:
 def test_the_host_side_modules_include_what_the_client_imports():
     mods = {str(p.relative_to(REPO)) for p in host_modules()}
     assert {"workloads/client.py", "workloads/server.py", "workloads/reference.py", "contract/schedule.py",
-            "contract/sizes.py"} <= mods
+            "contract/sizes.py", "testbed/runner/__main__.py", "testbed/runner/run.py", "topologies/dumbbell.py"} <= mods
 
 
 def test_no_host_side_module_needs_a_python_newer_than_3_10():
