@@ -209,6 +209,37 @@ def test_an_edit_of_the_run_rules_code_redoes_no_finished_run(pipeline):
     assert finished(pipeline.results) == before
 
 
+def analysed_as_copied(results: Path, ids) -> None:
+    """The analysis outputs of the given runs, as a results folder copied from another machine holds them:
+    every file in place and in order of making, and no Snakemake metadata."""
+    shutil.rmtree(results.parents[1] / ".snakemake")
+    for rid in sorted(ids):
+        (results / "tables" / rid).mkdir(parents=True)
+        for f in ("flows.csv", "run.csv", "persistent.csv", "packets.csv.gz"):
+            (results / "tables" / rid / f).write_text("")
+    (results / "analysis-runs.txt").write_text("".join(f"{r}\n" for r in sorted(ids)))
+    (results / "figures").mkdir()
+    (results / "verdict.csv").write_text("")
+    (results / "report.html").write_text("")
+
+
+def test_copied_results_make_the_runs_a_raised_replication_count_adds(pipeline):
+    """Results copied without Snakemake's metadata (another machine's, cp -a): a config that gains runs
+    plans exactly those, though the report is there. Snakemake takes a missing input of an existing output
+    for a deleted intermediate, so only the run list, rewritten when it changes, tells the report it is stale."""
+    cfg = base()
+    before = made(pipeline, cfg)
+    analysed_as_copied(pipeline.results, before)
+    report = [f"results/{NAME}/report.html"]
+    assert planned_runs(pipeline(cfg, "-n", targets=report)) == set()
+    more = dict(cfg, replications=2)
+    from orchestrate import matrix
+    from orchestrate.config import validate
+    ids = {r.run_id for r in matrix.runs(validate(json.loads(json.dumps(more))))}
+    assert planned_runs(pipeline(more, "-n", targets=report)) == ids - set(before) and len(ids) == 4
+    assert finished(pipeline.results) == before
+
+
 def test_the_wrapper_picks_the_profile_and_turns_force_into_favorlab_force(tmp_path):
     """./favorlab's own code, with its tools stubbed: --force is taken out of Snakemake's arguments and
     exported as FAVORLAB_FORCE=1; the flags are the profile's, which the tests above use; after `--`

@@ -1,6 +1,6 @@
 # Analysis reads only run directories (docs/contracts.md): extraction per run, then the R metrics and
-# figures over the runs of the config (the list analysis-runs.txt names them), then the verdict table and
-# the report. Every name on a command line is quoted ({...:q}): RESULTS may be a directory anywhere.
+# figures over the runs of the config (RUN_LIST names them: workflow/rules/common.smk), then the verdict
+# table and the report. Every name on a command line is quoted ({...:q}): RESULTS may be a directory anywhere.
 
 rule extract:
     input:
@@ -18,26 +18,12 @@ rule extract:
         "{PY:q} -m analysis.extract --run {input:q} --out {params.out:q} > {log:q} 2>&1"
 
 
-# The runs the R scripts and the report read, one id a line: exactly the config's (or the analysed
-# bundle's) runs, so tables left in RESULTS/tables by runs the config no longer has are not pooled in.
-# Written by Python, not a shell line; the ids are a param, so a config whose matrix changed rewrites it.
-rule analysis_runs:
-    input:
-        expand(f"{RESULTS}/tables/{{run_id}}/flows.csv", run_id=sorted(RUNS)),
-    output:
-        f"{RESULTS}/analysis-runs.txt",
-    params:
-        ids=sorted(RUNS),
-    run:
-        Path(output[0]).write_text("".join(f"{r}\n" for r in params.ids))
-
-
 # The figures, and beside them the AQM ranking (figures/ranking.csv, R/ranking_lib.R): inside the rule's
 # declared directory, so the report rule that reads it depends on it.
 rule figures:
     input:
         tables=expand(f"{RESULTS}/tables/{{run_id}}/flows.csv", run_id=sorted(RUNS)),
-        runs=f"{RESULTS}/analysis-runs.txt",
+        runs=RUN_LIST,
     output:
         directory(f"{RESULTS}/figures"),
     params:
@@ -54,7 +40,7 @@ rule figures:
 rule verdict:
     input:
         tables=expand(f"{RESULTS}/tables/{{run_id}}/flows.csv", run_id=sorted(RUNS)),
-        runs=f"{RESULTS}/analysis-runs.txt",
+        runs=RUN_LIST,
     output:
         f"{RESULTS}/verdict.csv",
     params:
@@ -69,7 +55,7 @@ rule verdict:
 rule aa_replay:
     input:
         tables=expand(f"{RESULTS}/tables/{{run_id}}/flows.csv", run_id=sorted(RUNS)),
-        runs=f"{RESULTS}/analysis-runs.txt",
+        runs=RUN_LIST,
     output:
         directory(f"{RESULTS}/aa"),
     params:
@@ -86,7 +72,7 @@ rule report:
         verdict=f"{RESULTS}/verdict.csv",
         aa=[f"{RESULTS}/aa"] if AA_REPLAY else [],
         runs=expand(f"{RESULTS}/runs/{{run_id}}", run_id=sorted(RUNS)),
-        run_list=f"{RESULTS}/analysis-runs.txt",
+        run_list=RUN_LIST,
     output:
         report=REPORT,
     params:

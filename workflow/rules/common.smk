@@ -32,6 +32,19 @@ else:
     RUNS = {r.run_id: r for r in matrix.runs(CFG)}
 PY = sys.executable
 REPORT = f"{RESULTS}/report.html"
+
+# The runs the R scripts and the report read, one id a line: exactly the config's (or the analysed
+# bundle's), so tables left in RESULTS/tables by runs the config no longer has are not pooled in. Written
+# here, when the list changes, and not by a rule: Snakemake takes a missing input of an existing output for
+# a deleted intermediate, so results copied without its metadata would keep their report when the config
+# gains runs; a run list newer than the figures, verdict and report marks them stale by mtime alone, and
+# their inputs then bring in the new runs.
+RUN_LIST = f"{RESULTS}/analysis-runs.txt"
+if workflow.is_main_process:
+    _listed = "".join(f"{r}\n" for r in sorted(RUNS))
+    if not Path(RUN_LIST).is_file() or Path(RUN_LIST).read_text() != _listed:
+        Path(RUN_LIST).parent.mkdir(parents=True, exist_ok=True)
+        Path(RUN_LIST).write_text(_listed)
 # An A/A replay: a twin (config/aqms.yaml twin_of) ran beside its original; rule aa_replay judges it. The AQM
 # is read from the run id (contract.rundir's pattern: scenario_aqm_loadX_iwN_repK), as a bundle has no config.
 _RUN_AQMS = {re.match(r"[A-Za-z0-9.-]+_(.+)_load", rid).group(1) for rid in RUNS}
