@@ -16,6 +16,18 @@ from pathlib import Path
 # metacharacter, no path separator, never '.' or '..'.
 RUN_ID_PATTERN = r"[A-Za-z0-9.-]+_[a-z0-9_-]+_load[0-9.]+_iw[0-9]+_rep[0-9]+"
 RUN_ID = re.compile(RUN_ID_PATTERN)
+# The same pattern with its fields named, for readers that need a field of an id (the AQM of a bundle's run,
+# which has no config); built from RUN_ID_PATTERN so the two cannot drift.
+RUN_ID_FIELDS = re.compile("(?P<scenario>{})_(?P<aqm>{})_load(?P<load>{})_iw(?P<iw>{})_rep(?P<rep>{})".format(
+    *re.fullmatch(r"(.+?)_(.+)_load(.+)_iw(.+)_rep(.+)", RUN_ID_PATTERN).groups()))
+
+
+def run_id_fields(run_id: str) -> dict[str, str]:
+    """scenario, aqm, load, iw and rep of a run id; ValueError naming the id when it is none."""
+    m = RUN_ID_FIELDS.fullmatch(run_id)
+    if not m:
+        raise ValueError(f"{run_id!r} is not a run id (<scenario>_<aqm>_load<load>_iw<iw>_rep<n>)")
+    return m.groupdict()
 
 # written by the runner
 SPEC = "run.json"

@@ -45,3 +45,11 @@ def test_readers_return_the_json_or_name_the_file(tmp_path):
     ("x_favor_load0.5_iw2_rep0/..", False), ("a b_favor_load0.5_iw2_rep0", False), ("..", False)])
 def test_run_ids_are_the_pipelines(rid, ok):
     assert bool(rundir.RUN_ID.fullmatch(rid)) is ok
+
+
+def test_a_run_ids_fields_are_read_back_the_aqm_with_its_underscores():
+    rid = "dumbbell-10M-buf8-lomax30-paper-reno_droptail_twin_load0.25_iw2_rep3"
+    assert rundir.run_id_fields(rid) == {"scenario": "dumbbell-10M-buf8-lomax30-paper-reno", "aqm": "droptail_twin",
+                                         "load": "0.25", "iw": "2", "rep": "3"}
+    with pytest.raises(ValueError, match="'x_y' is not a run id"):
+        rundir.run_id_fields("x_y")

@@ -4,7 +4,7 @@ from pathlib import Path
 
 from orchestrate import matrix, runspec
 from orchestrate.config import ConfigError, validate as validate_config
-from contract.rundir import RUN_ID_PATTERN
+from contract.rundir import RUN_ID_PATTERN, run_id_fields
 
 # `./favorlab analyse` (orchestrate/bundle.py) runs the analysis rules alone on a results directory made
 # elsewhere (an unpacked bundle): `--config analyse_results=DIR` and no config file. Its finished run
@@ -46,8 +46,8 @@ if workflow.is_main_process:
         Path(RUN_LIST).parent.mkdir(parents=True, exist_ok=True)
         Path(RUN_LIST).write_text(_listed)
 # An A/A replay: a twin (config/aqms.yaml twin_of) ran beside its original; rule aa_replay judges it. The AQM
-# is read from the run id (contract.rundir's pattern: scenario_aqm_loadX_iwN_repK), as a bundle has no config.
-_RUN_AQMS = {re.match(r"[A-Za-z0-9.-]+_(.+)_load", rid).group(1) for rid in RUNS}
+# is read from the run id, as a bundle has no config.
+_RUN_AQMS = {run_id_fields(rid)["aqm"] for rid in RUNS}
 AA_REPLAY = any(runspec.read_aqms().get(a, {}).get("twin_of") in _RUN_AQMS for a in _RUN_AQMS)
 
 # Every name the rules put on a command line goes through Snakemake's quoting ({input:q}, {output:q}, ...):
