@@ -19,7 +19,8 @@ OLDEST = "3.10"
 
 def host_modules() -> list[Path]:
     """The host side's own modules and every repository module they import, transitively (contract.schedule, ...)."""
-    todo, seen = sorted(p for d in ("workloads", "testbed/runner", "topologies") for p in (REPO / d).glob("*.py")), set()
+    roots = ("workloads", "testbed/runner", "topologies")
+    todo, seen = sorted(p for d in roots for p in (REPO / d).glob("*.py")), set()
     while todo:
         f = todo.pop()
         if f in seen:
@@ -47,7 +48,8 @@ def vermin(*files: Path) -> subprocess.CompletedProcess:
 def test_the_host_side_modules_include_what_the_client_imports():
     mods = {str(p.relative_to(REPO)) for p in host_modules()}
     assert {"workloads/client.py", "workloads/server.py", "workloads/reference.py", "contract/schedule.py",
-            "contract/sizes.py", "testbed/runner/__main__.py", "testbed/runner/run.py", "topologies/dumbbell.py"} <= mods
+            "contract/sizes.py", "testbed/runner/__main__.py", "testbed/runner/run.py",
+            "topologies/dumbbell.py"} <= mods
 
 
 def test_no_host_side_module_needs_a_python_newer_than_3_10():
