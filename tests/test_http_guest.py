@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from tests.test_pipeline import require_guest
+from tests.test_pipeline import PROFILE, require_guest
 
 REPO = Path(__file__).resolve().parents[1]
 NAME = "http-guest-ci"
@@ -41,8 +41,8 @@ def test_http_workload_reaches_tables_figure_and_report(shared_guest, tmp_path):
     shutil.rmtree(RESULTS, ignore_errors=True)
     log = tmp_path / "snakemake.log"
     with open(log, "w") as out:
-        p = subprocess.Popen([sys.executable, "-m", "snakemake", "--configfile", str(cfgfile), "--cores", "2",
-                              "--resources", "testbed=1", "--rerun-incomplete", "--show-failed-logs"],
+        p = subprocess.Popen([sys.executable, "-m", "snakemake", "--profile", str(PROFILE),
+                              "--configfile", str(cfgfile), "--cores", "2", "--resources", "testbed=1"],
                              cwd=REPO, stdout=out, stderr=subprocess.STDOUT, start_new_session=True,
                              env={**os.environ, "PYTHONUNBUFFERED": "1"},
                              preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))  # as test_pipeline

@@ -22,7 +22,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from tests.test_pipeline import require_guest as require_one_guest   # what one guest needs, said once
+from tests.test_pipeline import PROFILE, require_guest as require_one_guest   # what one guest needs, said once
 
 REPO = Path(__file__).resolve().parents[2]
 VM = "favorlab-pool"
@@ -63,8 +63,8 @@ def snakemake(cfg: Path, log: Path) -> subprocess.Popen:
     size = subprocess.run([sys.executable, "-m", "orchestrate.config", "pool-size", str(cfg)], cwd=REPO,
                           capture_output=True, text=True, check=True).stdout.strip()
     assert size == "2"
-    cmd = [sys.executable, "-m", "snakemake", "--configfile", str(cfg), "--cores", str(os.cpu_count() or 2),
-           "--resources", f"testbed={size}", "--rerun-incomplete", "--show-failed-logs"]
+    cmd = [sys.executable, "-m", "snakemake", "--profile", str(PROFILE), "--configfile", str(cfg),
+           "--cores", str(os.cpu_count() or 2), "--resources", f"testbed={size}"]
     return subprocess.Popen(cmd, cwd=REPO, start_new_session=True, stdout=open(log, "w"), stderr=subprocess.STDOUT,
                             env={**os.environ, "PYTHONUNBUFFERED": "1"},
                             preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))  # as test_pipeline
