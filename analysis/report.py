@@ -10,8 +10,6 @@ run left unfinished (which every comparison leaves out).
 """
 import argparse
 import base64
-import csv
-import functools
 import html
 import json
 import os
@@ -21,6 +19,7 @@ from collections import Counter
 
 from analysis.aa import report_section as aa_report_section
 from analysis.overhead import overhead_section
+from analysis.report_io import aqm_name, read_result, table  # noqa: F401 (aqm_name: the report's API)
 from analysis.report_ranking import ranking_cell, ranking_section  # noqa: F401 (the report's API)
 from analysis.report_view import figure_view, view_scripts
 from contract import rundir
@@ -31,34 +30,6 @@ td,th{border:1px solid #ccc;padding:3px 6px}.holds{background:#d9f2d9}.does-not-
 .not-run{background:#eee}.not-drawn{background:#eee}.insufficient-data{background:#fdf3c8}img{max-width:100%}
 .summary{font-size:15px}.caption{font-size:13px;color:#333;margin-top:2px}"""
 STATUSES = ["holds", "does not hold", "insufficient data", "not run"]
-REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-
-
-@functools.cache
-def paper_names():
-    import yaml
-    with open(os.path.join(REPO, "config", "aqms.yaml")) as f:
-        return {k: v.get("paper_name", k) for k, v in (yaml.safe_load(f) or {}).items()}
-
-
-def aqm_name(key):
-    """The paper's name of an AQM (config/aqms.yaml `paper_name`), as the figures show it; else the key."""
-    return paper_names().get(key, key)
-
-
-def _read(path, default=None):
-    if not os.path.exists(path):
-        return default
-    with open(path) as f:
-        return json.load(f) if path.endswith(".json") else list(csv.DictReader(f))
-
-
-def table(rows, cols, cls_col=None):
-    h = ["<table><tr>" + "".join(f"<th>{html.escape(c)}</th>" for c in cols) + "</tr>"]
-    for r in rows:
-        cls = re.sub(r"\W+", "-", r.get(cls_col, "")) if cls_col else ""
-        h.append(f'<tr class="{cls}">' + "".join(f"<td>{html.escape(str(r.get(c, '')))}</td>" for c in cols) + "</tr>")
-    return "\n".join(h + ["</table>"])
 
 
 def runs_section(rdir, only=None):
@@ -109,7 +80,7 @@ def run_tables(tdir, only=None):
         if only is not None and os.path.basename(root) not in only:
             continue
         if "run.csv" in files:
-            rows += _read(os.path.join(root, "run.csv"), [])
+            rows += read_result(os.path.join(root, "run.csv"), [])
     return rows
 
 
@@ -288,7 +259,7 @@ def figure_caption(stem):
 def figure_index(fdir):
     """Every figure of the paper: drawn (with the flows and runs its caption counts) or not, and why
     (figures/index.csv, written by figures.R), beside what the paper's figure shows."""
-    idx = _read(os.path.join(fdir, "index.csv"))
+    idx = read_result(os.path.join(fdir, "index.csv"))
     if not idx:
         return "<p>no figure index (figures drawn before figures.R wrote index.csv: run it again)</p>"
     paper = [r for r in idx if r.get("number") not in ("", "NA", None)]
@@ -351,7 +322,7 @@ def render(results, only=None):
     table directories of other runs are left out and counted)."""
     parts = [f"<!doctype html><html><head><meta charset='utf-8'><title>favorlab report</title><style>{STYLE}</style></head><body>",
              f"<h1>favorlab report: {html.escape(os.path.basename(os.path.abspath(results)))}</h1>"]
-    v = _read(os.path.join(results, "verdict.csv"))
+    v = read_result(os.path.join(results, "verdict.csv"))
     runs = runs_section(os.path.join(results, "runs"), only)
     tables = run_tables(os.path.join(results, "tables"), only)
     if only is not None:

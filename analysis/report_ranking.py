@@ -3,6 +3,8 @@ cell the estimate, its interval and its rank quantiles."""
 import html
 import os
 
+from analysis.report_io import aqm_name, read_result
+
 # The AQM ranking's metrics (R/ranking_lib.R RANK_METRICS, figures/ranking.csv), in its order: the column
 # header and how a value is written (ratios and the normalized goodput in percent).
 RANK_METRICS = {
@@ -48,8 +50,7 @@ def ranking_section(fdir):
     """The AQM ranking (figures/ranking.csv, written by R/ranking.R): one table per scenario and load, AQM rows,
     a column per metric. Shown only when the results have three AQMs or more (with two, the verdict and the
     figures already compare them); None otherwise."""
-    from analysis.report import _read, aqm_name  # the report's readers; it imports this module first
-    rows = _read(os.path.join(fdir, "ranking.csv"))
+    rows = read_result(os.path.join(fdir, "ranking.csv"))
     if not rows or len({r["aqm"] for r in rows}) < 3:
         return None
     groups = {}
