@@ -14,12 +14,14 @@ from pathlib import Path
 # constraint (workflow/rules/common.smk) imports this, analysis/R/load.R holds the same pattern (a test holds
 # the two equal), and a bundle's runs/ and tables/ directories must match it: no space, no shell
 # metacharacter, no path separator, never '.' or '..'.
-RUN_ID_PATTERN = r"[A-Za-z0-9.-]+_[a-z0-9_-]+_load[0-9.]+_iw[0-9]+_rep[0-9]+"
+# Each field: what comes before it and what it may hold.
+RUN_ID_PARTS = (("scenario", "", r"[A-Za-z0-9.-]+"), ("aqm", "_", r"[a-z0-9_-]+"), ("load", "_load", r"[0-9.]+"),
+                ("iw", "_iw", r"[0-9]+"), ("rep", "_rep", r"[0-9]+"))
+RUN_ID_PATTERN = "".join(before + chars for _, before, chars in RUN_ID_PARTS)
 RUN_ID = re.compile(RUN_ID_PATTERN)
 # The same pattern with its fields named, for readers that need a field of an id (the AQM of a bundle's run,
-# which has no config); built from RUN_ID_PATTERN so the two cannot drift.
-RUN_ID_FIELDS = re.compile("(?P<scenario>{})_(?P<aqm>{})_load(?P<load>{})_iw(?P<iw>{})_rep(?P<rep>{})".format(
-    *re.fullmatch(r"(.+?)_(.+)_load(.+)_iw(.+)_rep(.+)", RUN_ID_PATTERN).groups()))
+# which has no config).
+RUN_ID_FIELDS = re.compile("".join(f"{before}(?P<{name}>{chars})" for name, before, chars in RUN_ID_PARTS))
 
 
 def run_id_fields(run_id: str) -> dict[str, str]:
@@ -28,6 +30,7 @@ def run_id_fields(run_id: str) -> dict[str, str]:
     if not m:
         raise ValueError(f"{run_id!r} is not a run id (<scenario>_<aqm>_load<load>_iw<iw>_rep<n>)")
     return m.groupdict()
+
 
 # written by the runner
 SPEC = "run.json"
