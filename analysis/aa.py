@@ -33,6 +33,7 @@ from pathlib import Path
 
 from scipy.stats import beta
 
+from contract import rundir
 from orchestrate.runspec import read_aqms
 
 REPO = Path(__file__).resolve().parents[1]
@@ -100,7 +101,7 @@ def judge(results: Path, out: Path, pairing: dict, by_aqm: dict) -> list[dict]:
     name = pairing["droptail"] + "-vs-" + pairing["favorqueue"]
     runs_file = out / f"runs-{name}.txt"
     ids = sorted(set(by_aqm[pairing["droptail"]]) | set(by_aqm[pairing["favorqueue"]]))
-    runs_file.write_text("".join(f"{r}\n" for r in ids))
+    rundir.write_run_list(runs_file, ids)
     roles = f"droptail={pairing['droptail']},favorqueue={pairing['favorqueue']}"
     verdict = out / f"verdict-{name}.csv"
     rscript("verdict.R", results, runs_file, roles, verdict, out / f"verdict-{name}.log")
@@ -200,12 +201,12 @@ def main(argv=None) -> int:
     ap.add_argument("--runs", type=Path, help="the pipeline's run list (default RESULTS/analysis-runs.txt)")
     ap.add_argument("--out", type=Path)
     a = ap.parse_args(argv)
-    runs_file = a.runs or a.results / "analysis-runs.txt"
+    runs_file = a.runs or a.results / rundir.RUN_LIST
     out = a.out or a.results / "aa"
     try:
         if not runs_file.exists():
             raise AAError(f"{runs_file} does not exist: run the pipeline's analysis first (./favorlab analyse {a.results})")
-        run_ids = [r for r in runs_file.read_text().split() if r]
+        run_ids = rundir.read_run_list(runs_file)
         by_aqm = run_aqms(a.results, run_ids)
         plan = pairings(by_aqm, read_aqms())
         if not any(p["kind"] == "aa" for p in plan):

@@ -270,12 +270,6 @@ def figure_index(fdir):
             + table(idx, ["figure", "title", "status", "detail", "paper"], "status"))
 
 
-def read_run_list(path):
-    """The pipeline's run list (analysis-runs.txt: one run id a line): the runs this report is about."""
-    with open(path) as f:
-        return {line.strip() for line in f if line.strip()}
-
-
 VERDICT_COLS = ["claim", "what", "scenario", "paper", "ours", "interval", "method", "test", "margin", "n", "min_sample",
                 "status", "realized_load", "steady", "runs", "note"]
 # The interval methods of analysis/R/bootstrap.R, told apart by their method text: what each one estimates
@@ -383,7 +377,7 @@ def main(argv=None):
     if not os.path.isdir(a.results):
         sys.exit(f"report: {a.results} is not a directory (expected results/<config>)")
     with open(a.out, "w") as f:
-        f.write(render(a.results, read_run_list(a.runs) if a.runs else None))
+        f.write(render(a.results, set(rundir.read_run_list(a.runs)) if a.runs else None))
     print(f"wrote {a.out}")
 
 

@@ -32,6 +32,28 @@ def run_id_fields(run_id: str) -> dict[str, str]:
     return m.groupdict()
 
 
+# The analysis's run list (RESULTS/analysis-runs.txt): the run ids a config's or a bundle's analysis reads,
+# one a line (analysis/R/load.R reads the same file).
+RUN_LIST = "analysis-runs.txt"
+
+
+def write_run_list(path: Path, run_ids) -> bool:
+    """The run list at path, written only when it differs from what the file holds, so that its mtime says
+    when the list last changed (the pipeline marks what it feeds stale by it); True when written."""
+    text = "".join(f"{r}\n" for r in run_ids)
+    path = Path(path)
+    if path.is_file() and path.read_text() == text:
+        return False
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text)
+    return True
+
+
+def read_run_list(path) -> list[str]:
+    """The run ids of a run list, in its order."""
+    return [line.strip() for line in Path(path).read_text().splitlines() if line.strip()]
+
+
 # written by the runner
 SPEC = "run.json"
 SCHEDULE = "schedule.csv"

@@ -27,7 +27,7 @@ SKIP = {".snakemake_timestamp"}
 # what `analyse` makes in the directory it analyses (workflow/rules/analysis.smk's outputs): never in a
 # bundle, always made afresh. An unpacked bundle analysed before holds them beside its bundled files; they
 # are left where they are and not copied.
-ANALYSIS_OUTPUTS = ("figures", "logs", "verdict.csv", "report.html", "analysis-runs.txt")
+ANALYSIS_OUTPUTS = ("figures", "logs", "verdict.csv", "report.html", rundir.RUN_LIST)
 
 # One path component inside a run directory: what the runner and the controller write (contracts.md, "Run
 # directory": run.json, flows/client-a1.csv, attempts/2/pcap/bneck-in.pcap, ...). Never hidden, never '..'.

@@ -53,3 +53,14 @@ def test_a_run_ids_fields_are_read_back_the_aqm_with_its_underscores():
                                          "load": "0.25", "iw": "2", "rep": "3"}
     with pytest.raises(ValueError, match="'x_y' is not a run id"):
         rundir.run_id_fields("x_y")
+
+
+def test_the_run_list_is_rewritten_only_when_it_changes(tmp_path):
+    path = tmp_path / "results" / rundir.RUN_LIST
+    assert rundir.write_run_list(path, ["a_x_load0.5_iw2_rep0", "b_x_load0.5_iw2_rep0"]) is True
+    stamp = path.stat().st_mtime_ns
+    assert rundir.write_run_list(path, ["a_x_load0.5_iw2_rep0", "b_x_load0.5_iw2_rep0"]) is False
+    assert path.stat().st_mtime_ns == stamp
+    assert rundir.read_run_list(path) == ["a_x_load0.5_iw2_rep0", "b_x_load0.5_iw2_rep0"]
+    assert rundir.write_run_list(path, ["a_x_load0.5_iw2_rep0"]) is True
+    assert path.read_text() == "a_x_load0.5_iw2_rep0\n"

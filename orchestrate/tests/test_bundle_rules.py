@@ -4,6 +4,7 @@ import shlex
 import subprocess
 import sys
 
+from contract import rundir
 from orchestrate.bundle import REPO
 
 RIDS = [f"dumbbell-10M-buf8-pareto30-paper-reno_{aqm}_load0.50_iw2_rep0" for aqm in ["droptail", "favor"]]
@@ -53,7 +54,7 @@ def test_the_report_covers_the_run_list_and_counts_the_tables_it_left_out(tmp_pa
         (tmp_path / "tables" / rid / "run.csv").write_text(f"run_id,valid\n{rid},1\n")
     lst = tmp_path / "analysis-runs.txt"
     lst.write_text("".join(f"{r}\n" for r in RIDS))
-    h = report.render(str(tmp_path), report.read_run_list(str(lst)))
+    h = report.render(str(tmp_path), set(rundir.read_run_list(lst)))
     assert "Tables of 1 run(s) that are not among this config's runs were left out" in h
     assert f"<td>{RIDS[0]}</td>" in h and f"<td>{RIDS[0].replace('load0.50', 'load0.90')}</td>" not in h
     assert "<h2>Runs (2): manifest and fidelity</h2>" in h

@@ -4,6 +4,7 @@ from pathlib import Path
 
 from orchestrate import matrix, runspec
 from orchestrate.config import ConfigError, validate as validate_config
+from contract import rundir
 from contract.rundir import RUN_ID_PATTERN, run_id_fields
 
 # `./favorlab analyse` (orchestrate/bundle.py) runs the analysis rules alone on a results directory made
@@ -39,12 +40,9 @@ REPORT = f"{RESULTS}/report.html"
 # a deleted intermediate, so results copied without its metadata would keep their report when the config
 # gains runs; a run list newer than the figures, verdict and report marks them stale by mtime alone, and
 # their inputs then bring in the new runs.
-RUN_LIST = f"{RESULTS}/analysis-runs.txt"
+RUN_LIST = f"{RESULTS}/{rundir.RUN_LIST}"
 if workflow.is_main_process:
-    _listed = "".join(f"{r}\n" for r in sorted(RUNS))
-    if not Path(RUN_LIST).is_file() or Path(RUN_LIST).read_text() != _listed:
-        Path(RUN_LIST).parent.mkdir(parents=True, exist_ok=True)
-        Path(RUN_LIST).write_text(_listed)
+    rundir.write_run_list(RUN_LIST, sorted(RUNS))
 # An A/A replay: a twin (config/aqms.yaml twin_of) ran beside its original; rule aa_replay judges it. The AQM
 # is read from the run id, as a bundle has no config.
 _RUN_AQMS = {run_id_fields(rid)["aqm"] for rid in RUNS}
