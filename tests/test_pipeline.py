@@ -16,12 +16,12 @@ from pathlib import Path
 
 from favorlab_testing import unavailable
 from orchestrate import remote, run_step
+# the pipeline's flags as a user's call gets them (./favorlab, analyse and a plain Snakemake call pick this
+# profile); the tests add only the command-line settings that lower the profile's for a shared CI machine
+from orchestrate.bundle import SNAKEMAKE_PROFILE as PROFILE
 from tests import first_attempt
 
 REPO = Path(__file__).resolve().parents[1]
-# the pipeline's flags as a user's call gets them (./favorlab and a plain Snakemake call pick this profile);
-# the tests add only the command-line settings that lower the profile's for a shared CI machine
-PROFILE = REPO / "workflow" / "profiles" / "default"
 FORCED_INVALID = {"rtt_tolerance_ms": 0}    # fidelity no path meets: the idle RTT must be exact
 
 

@@ -18,10 +18,10 @@ import pytest
 import yaml
 
 from favorlab_testing import CI, unavailable
+from orchestrate.bundle import SNAKEMAKE_PROFILE as PROFILE
 
 REPO = Path(__file__).resolve().parents[1]
 NAME = "reruns"
-PROFILE = REPO / "workflow" / "profiles" / "default"
 # the rerun triggers as the profile gives them, for the positive controls below
 TRIGGERS = yaml.safe_load((PROFILE / "config.yaml").read_text())["rerun-triggers"]
 
