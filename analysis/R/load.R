@@ -19,7 +19,7 @@ read_csv_file <- function(path, ...) fread(file = path, ...)
 table_runs <- function(dir, runs_file = NULL) {
   present <- list.dirs(dir, recursive = FALSE, full.names = FALSE)
   if (!is.null(runs_file)) {
-    if (!file.exists(runs_file)) stop(sprintf("run list %s does not exist; the pipeline writes it (workflow/rules/common.smk)", runs_file))
+    if (!file.exists(runs_file)) stop(sprintf("run list %s does not exist; the pipeline writes it (rule analysis_runs)", runs_file))
     ids <- if (file.size(runs_file) > 0)
       read_csv_file(runs_file, sep = "\n", header = FALSE, colClasses = "character", quote = "", strip.white = FALSE)[[1]]
     else character()

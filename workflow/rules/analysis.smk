@@ -1,6 +1,6 @@
 # Analysis reads only run directories (docs/contracts.md): extraction per run, then the R metrics and
-# figures over the runs of the config (RUN_LIST names them: workflow/rules/common.smk), then the verdict
-# table and the report. Every name on a command line is quoted ({...:q}): RESULTS may be a directory anywhere.
+# figures over the runs of the config (RUN_LIST, rule analysis_runs, names them), then the verdict table
+# and the report. Every name on a command line is quoted ({...:q}): RESULTS may be a directory anywhere.
 
 rule extract:
     input:
@@ -16,6 +16,19 @@ rule extract:
         f"{RESULTS}/logs/extract-{{run_id}}.log",
     shell:
         "{PY:q} -m analysis.extract --run {input:q} --out {params.out:q} > {log:q} 2>&1"
+
+
+# The runs the R scripts and the report read, one id a line: exactly the config's (or the analysed
+# bundle's) runs, so tables left in RESULTS/tables by runs the config no longer has are not pooled in.
+rule analysis_runs:
+    input:
+        expand(f"{RESULTS}/tables/{{run_id}}/flows.csv", run_id=sorted(RUNS)),
+    output:
+        RUN_LIST,
+    params:
+        ids=sorted(RUNS),
+    run:
+        rundir.write_run_list(output[0], params.ids)
 
 
 # The figures, and beside them the AQM ranking (figures/ranking.csv, R/ranking_lib.R): inside the rule's

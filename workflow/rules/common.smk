@@ -34,14 +34,13 @@ else:
 PY = sys.executable
 REPORT = f"{RESULTS}/report.html"
 
-# The runs the R scripts and the report read, one id a line: exactly the config's (or the analysed
-# bundle's), so tables left in RESULTS/tables by runs the config no longer has are not pooled in. Written
-# here, when the list changes, and not by a rule: Snakemake takes a missing input of an existing output for
-# a deleted intermediate, so results copied without its metadata would keep their report when the config
-# gains runs; a run list newer than the figures, verdict and report marks them stale by mtime alone, and
-# their inputs then bring in the new runs.
+# The run list (rule analysis_runs makes it). One the config's runs no longer match is rewritten here, as
+# the DAG is planned: Snakemake takes a missing input of an existing output for a deleted intermediate, so
+# results copied without its metadata would keep their report when the config gains runs; a run list newer
+# than the figures, verdict and report marks them stale by mtime alone, and their inputs then bring in the
+# new runs. Only an existing list is touched: planning a fresh config (a dry run) writes nothing.
 RUN_LIST = f"{RESULTS}/{rundir.RUN_LIST}"
-if workflow.is_main_process:
+if workflow.is_main_process and Path(RUN_LIST).is_file():
     rundir.write_run_list(RUN_LIST, sorted(RUNS))
 # An A/A replay: a twin (config/aqms.yaml twin_of) ran beside its original; rule aa_replay judges it. The AQM
 # is read from the run id, as a bundle has no config.
