@@ -10,6 +10,10 @@ all_pairs <- function(t) {
   p[]
 }
 run_pairs <- function(p) uniqueN(p[, .(load, replication)])
+# The |Delta| within which a flow counts as unchanged: the claim's own unchanged_s (claims.yaml, C6 for F10 and
+# C7 for F11), so a figure's shares are the ones its claim's verdict row judges.
+unchanged_s <- function(claim_id) read_claims()[[claim_id]]$unchanged_s
+delta_text <- function(s) sprintf("|Delta| <= %g s", s)
 # Pairs per flow-length class, at the class's geometric mean length (as fig_length.R).
 by_length_pairs <- function(pr, f) {
   pr[, cls := length_class(L)]
@@ -21,27 +25,31 @@ fig_F10 <- function(t, out) {
   pr <- all_pairs(t); if (is.null(pr)) return(skip_fig("F10", "no DropTail/FaQ pair of runs with the same schedule"))
   pr[, `:=`(flows = .N, runs = run_pairs(.SD)), by = scen]
   n <- n_note(unique(pr[, .(flows, runs)]), "flow pairs", "DropTail/FaQ run pairs", "per curve")
-  s <- delta_shares(pr)
-  ours <- sprintf("of the %d flow pairs %s are unchanged (|Delta| <= 1 ms), %s faster with FaQ, %s slower, %s faster by more than 1 s.",
-                  nrow(pr), pct(s[["unchanged"]]), pct(s[["faster"]]), pct(s[["slower"]]), pct(s[["faster_1s"]]))
+  eps <- unchanged_s("C6")
+  s <- delta_shares(pr, eps)
+  ours <- sprintf("of the %d flow pairs %s are unchanged (%s, claim C6's), %s faster with FaQ, %s slower, %s faster by more than 1 s.",
+                  nrow(pr), pct(s[["unchanged"]]), delta_text(eps), pct(s[["faster"]]), pct(s[["slower"]]), pct(s[["faster_1s"]]))
   p <- ggplot(pr, aes(delta)) + stat_ecdf() + labs(x = "Delta = T_DropTail - T_FaQ (s)", y = "CDF", title = fig_title("F10"), caption = n) +
     geom_vline(xintercept = 0, linetype = "dotted") + facet_scen(pr) + theme_favorlab()
   save_fig(p, out, "F10", data = pr[, .(scen, load, replication, flow_id, L, T_dt, T_faq, delta, flows, runs)],
            caption = fig_caption("F10", ours, n))
 }
 # P(improve) and P(worsen) of the flows below 10 and from 100 packets, the paper's two groups.
-improve_text <- function(pr, sel, what) {
+# A flow improves or worsens when its |Delta| is beyond C7's unchanged_s.
+improve_text <- function(pr, sel, what, eps) {
   x <- pr[sel]
   if (!nrow(x)) return(sprintf("no %s", what))
-  sprintf("%s improve %s and worsen %s (%d pairs)", what, pct(mean(x$delta > 0.001)), pct(mean(x$delta < -0.001)), nrow(x))
+  sprintf("%s improve %s and worsen %s (%d pairs)", what, pct(mean(x$delta > eps)), pct(mean(x$delta < -eps)), nrow(x))
 }
 fig_F11 <- function(t, out) {
   pr <- all_pairs(t); if (is.null(pr)) return(skip_fig("F11", "no DropTail/FaQ pairs"))
-  d <- by_length_pairs(pr, function(x) list(improve = mean(x$delta > 0.001), worsen = mean(x$delta < -0.001)))
+  eps <- unchanged_s("C7")
+  d <- by_length_pairs(pr, function(x) list(improve = mean(x$delta > eps), worsen = mean(x$delta < -eps)))
   d <- melt(d, id.vars = c("scen", "cls", "L_mean", "flows", "runs"), variable.name = "change", value.name = "p")
   n <- pairs_note(d)
-  ours <- paste0(improve_text(pr, pr$L < 10, "short flows (< 10 packets)"), "; ",
-                 improve_text(pr, pr$L >= 100, "long flows (>= 100 packets)"), ".")
+  ours <- paste0(improve_text(pr, pr$L < 10, "short flows (< 10 packets)", eps), "; ",
+                 improve_text(pr, pr$L >= 100, "long flows (>= 100 packets)", eps),
+                 sprintf(" (a change within %s, claim C7's, counts as neither).", delta_text(eps)))
   p <- ggplot(d, aes(L_mean, p, colour = change, group = change)) + geom_line() + geom_point() + scale_length() +
     n_labels(d[change == "improve"], "L_mean", "p") +
     labs(x = LENGTH_LAB, y = "probability", colour = "latency with FaQ", title = fig_title("F11"), caption = n) +

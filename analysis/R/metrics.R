@@ -64,20 +64,6 @@ rto_recovery_ratio <- function(fl) {
   if (den == 0) NA_real_ else sum(num(fl$RTO)) / den
 }
 
-# Per-flow latency difference Delta_i = T_DT,i - T_FaQ,i, paired by flow_id within the same
-# schedule (same load, iw, replication). dt and faq are flows tables of the two AQMs' runs.
-paired_delta <- function(dt, faq, by = c("load", "iw", "replication", "flow_id")) {
-  by <- intersect(by, intersect(names(dt), names(faq)))
-  a <- dt[, c(by, "L", "latency_s"), with = FALSE]
-  b <- faq[, c(by, "latency_s"), with = FALSE]
-  setnames(a, "latency_s", "T_dt"); setnames(b, "latency_s", "T_faq")
-  p <- merge(a, b, by = by)
-  p[, `:=`(T_dt = num(T_dt), T_faq = num(T_faq))]
-  p <- p[!is.na(T_dt) & !is.na(T_faq)]
-  p[, delta := T_dt - T_faq]
-  p[]
-}
-
 # Latency gain, Eq. 2: G(x) = sum Delta_x,i / sum Td_x,i over the N flows of length x.
 # part = "total", "positive" (only improved flows' Delta) or "negative" (only worsened flows').
 latency_gain <- function(pairs, part = c("total", "positive", "negative")) {
@@ -115,8 +101,9 @@ mean_queueing_delay <- function(fl) {
   if (!any(ok)) NA_real_ else sum(q[ok] * n[ok]) / sum(n[ok])
 }
 
-# Share of flows faster / slower / unchanged (|Delta| <= eps) and faster by more than 1 s (claim C6).
-delta_shares <- function(pairs, eps = 0.001) {
+# Share of flows faster / slower / unchanged (|Delta| <= eps) and faster by more than 1 s (claim C6). eps has
+# no default: it is claims.yaml's unchanged_s, the replay jitter measured by the A/A replay (fig_pairs.R reads it).
+delta_shares <- function(pairs, eps) {
   d <- pairs$delta
   c(unchanged = mean(abs(d) <= eps), faster = mean(d > eps), slower = mean(d < -eps), faster_1s = mean(d > 1))
 }

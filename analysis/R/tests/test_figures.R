@@ -114,7 +114,22 @@ test_that("pair figures count flow pairs and run pairs", {
   d <- fread(file = file.path(out, "F12.csv"))
   expect_true(all(d$flows == 24 & d$runs == 12))
   fig_F10(t, out)
-  expect_match(readLines(file.path(out, "F10.caption.txt")), "of the 72 flow pairs 0.0% are unchanged (|Delta| <= 1 ms), 50.0% faster", fixed = TRUE)
+  expect_match(readLines(file.path(out, "F10.caption.txt")), "of the 72 flow pairs 0.0% are unchanged (|Delta| <= 0.1 s, claim C6's), 50.0% faster",
+               fixed = TRUE)
+})
+
+test_that("F10 and F11 count a flow unchanged within its claim's unchanged_s, as C6 and C7 judge them", {
+  # FaQ 50 ms faster on every flow: within the replay jitter the claims allow (claims.yaml unchanged_s 0.1 s)
+  within_jitter <- synth_tables(per_run = 18)                     # 216 pairs: C6's minimum sample is 200
+  within_jitter$flows[aqm == "favor", latency_s := as.character(num(within_jitter$flows[aqm == "droptail"]$latency_s) - 0.05)]
+  expect_equal(read_claims()$C6$unchanged_s, 0.1)
+  fig_F10(within_jitter, out)
+  expect_match(readLines(file.path(out, "F10.caption.txt")), "100.0% are unchanged (|Delta| <= 0.1 s, claim C6's), 0.0% faster", fixed = TRUE)
+  v <- verdict(within_jitter, read_claims()["C6"])
+  expect_match(v$ours, "^100.0%/0.0%/0.0%/0.0%")
+  fig_F11(within_jitter, out)
+  expect_match(readLines(file.path(out, "F11.caption.txt")), "short flows (< 10 packets) improve 0.0% and worsen 0.0%", fixed = TRUE)
+  expect_true(all(fread(file = file.path(out, "F11.csv"))$p == 0))
 })
 
 test_that("FaQ-only figures name FaQ and give the shortest and longest flows' values", {

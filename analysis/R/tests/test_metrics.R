@@ -24,16 +24,16 @@ test_that("P(Favor|S=s) Eq. 5 counts favored data packets only, so it never exce
 test_that("push-out share of drops", expect_equal(pushout_share(fl), 3 / 8))
 test_that("normalized goodput", expect_equal(normalized_goodput(fl, 1e7), 0.02))
 test_that("queueing delay weighted by packets out, missing ignored", expect_equal(mean_queueing_delay(fl), (0.006 + 0.048) / 15))
-test_that("paired Delta and latency gain Eq. 2", {
-  dt <- data.table(load = "0.5", flow_id = c("1", "2", "3"), L = c("2", "2", "2"), latency_s = c("4", "1", "2"))
-  faq <- data.table(load = "0.5", flow_id = c("3", "2", "1", "9"), latency_s = c("2", "1.5", "1", "5"))
-  p <- paired_delta(dt, faq)
-  expect_equal(nrow(p), 3)
-  expect_equal(p[flow_id == "1"]$delta, 3)
+test_that("latency gain Eq. 2 and the Delta shares, unchanged within the threshold given", {
+  # three flow pairs as fig_pairs.R's all_pairs gives them (pair_flows, then T_dt, T_faq, delta)
+  p <- data.table(flow_id = c("1", "2", "3"), L = 2, T_dt = c(4, 1, 2), T_faq = c(1, 1.5, 2))[, delta := T_dt - T_faq][]
   expect_equal(latency_gain(p), (3 - 0.5 + 0) / 7)
   expect_equal(latency_gain(p, "positive"), 3 / 7)
   expect_equal(latency_gain(p, "negative"), -0.5 / 7)
-  expect_equal(unname(delta_shares(p)), c(1 / 3, 1 / 3, 1 / 3, 1 / 3))
+  expect_equal(unname(delta_shares(p, 0.001)), c(1 / 3, 1 / 3, 1 / 3, 1 / 3))
+  # within a 1 s threshold the 0.5 s slower flow is unchanged
+  expect_equal(unname(delta_shares(p, 1)), c(2 / 3, 1 / 3, 0, 1 / 3))
+  expect_error(delta_shares(p), "eps")
 })
 test_that("length classes", expect_equal(as.character(length_class(c(2, 30, 1500))), c("2", "21-50", ">1000")))
 test_that("RTT class: the path's configured RTT in RTT order, else the path's hosts", {
