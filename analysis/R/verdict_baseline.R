@@ -339,6 +339,7 @@ claim_C20 <- function(claim, tables, scen_key, context) {
   cols <- c("in_system_mean", "in_system_noise_sd")
   if (!all(cols %in% names(runs))) return(verdict_row(claim, scen_key, "", "", "", NOTRUN, note = "the run tables have no in_system_mean (extract them again)"))
   by <- c("load", "replication")
+  same_schedule(runs[aqm_is_dt(aqm) | aqm_is_faq(aqm)], c("scen", by), claim$id)
   schedules <- merge(runs[aqm_is_dt(aqm), c(by, cols, "run_id"), with = FALSE], runs[aqm_is_faq(aqm), c(by, cols, "run_id"), with = FALSE],
                      by = by, suffixes = c(".a", ".b"))
   log_ratio <- function(col) log(num(schedules[[paste0(col, ".a")]]) / num(schedules[[paste0(col, ".b")]]))

@@ -21,7 +21,8 @@ pair_flows <- function(a, b, by = c("scen", "load", "replication")) {
   pairs[]
 }
 # Flows compared flow by flow (paired, or kept where every AQM has them) must be of one schedule in each
-# group `by`: the same flow id in two schedules is two unrelated flows. Where runs of one group replayed
+# group `by`: the same flow id in two schedules is two unrelated flows. Runs compared schedule by schedule
+# (C8, C20, C21: one statistic per run, DropTail's against FaQ's) are checked the same way. Where runs of one group replayed
 # different schedules (schedule_id, load.R with_settings) this stops and names them, rather than pairing
 # them or dropping them unsaid. An empty schedule_id (tables without the columns, the chain) is unknown and
 # never refused.

@@ -113,6 +113,7 @@ persistent_of <- function(tables, run_ids) {
 claim_C8 <- function(claim, tables) {
   in_system <- persistent_schedules(claim, tables)
   if (is.null(in_system)) return(list(not_run(claim, NO_PERSISTENT)))
+  same_schedule(tables$runs[run_id %in% in_system$run_id], c("scen", "load", "replication"), claim$id)
   lapply(unique(in_system$scen), function(scen_key) {
     of_scen <- in_system[scen == scen_key]
     schedules <- Filter(Negate(is.null), lapply(unique(of_scen$sched), function(schedule) {
@@ -169,6 +170,7 @@ claim_C21 <- function(claim, tables) {
   persistent <- tables$persistent %||% data.table()
   if (!nrow(persistent)) return(list(not_run(claim, NO_PERSISTENT)))
   persistent <- persistent[valid == 1]
+  same_schedule(persistent[aqm_is_dt(aqm) | aqm_is_faq(aqm)], c("scen", "load", "replication"), claim$id)
   by <- c("scen", "load", "replication", "src", "dst", "stream")
   pairs <- merge(persistent[aqm_is_dt(aqm), c(by, "share_pct", "run_id"), with = FALSE],
                  persistent[aqm_is_faq(aqm), c(by, "share_pct", "run_id"), with = FALSE], by = by, suffixes = c(".a", ".b"))
@@ -267,6 +269,7 @@ claim_C19 <- function(claim, tables) {
     return(list(not_run(claim, sprintf("needs runs of %s under a SYN flood (config/synflood.yaml's aqms)", label))))
   lapply(scens, function(scen_key) {
     counted <- flood_counted_flows(tables$flows[scen == scen_key & valid == 1])
+    same_schedule(counted[aqm_is_dt(aqm) | is_compared(aqm)], c("scen", "load", "replication"), claim$id)
     by <- c("load", "replication", "flow_id")
     droptail <- counted[aqm_is_dt(aqm), c(by, "complete", "latency_s", "run_id"), with = FALSE]
     compared <- counted[is_compared(aqm), c(by, "complete", "latency_s", "run_id"), with = FALSE]

@@ -48,3 +48,11 @@ test_that("a different seed or window splits as well; an unknown hash or the cha
   expect_equal(unique(t$flows$schedule_id), "")
   expect_equal(nrow(pair_flows(t$flows[aqm == "droptail"], t$flows[aqm == "favor"])), 10)
 })
+
+test_that("C20, which compares DropTail's and FaQ's runs schedule by schedule, refuses two schedules under one key too", {
+  runs <- rbind(pairing_run(ids[1], "droptail", SHA_A), pairing_run(ids[2], "favor", SHA_B))
+  runs[, `:=`(in_system_mean = c(9, 6), in_system_noise_sd = c(3, 2))]
+  t <- suppressMessages(assemble_tables(runs, pairing_flows(ids)))
+  t$runs[, scen := "one"]; t$flows[, scen := "one"]
+  expect_error(verdict(t, read_claims()["C20"]), paste0("C20: runs ", ids[1], ", ", ids[2], " share scen one, load 0.5, replication 0 but replayed different schedules"))
+})

@@ -89,3 +89,11 @@ test_that("C8 is insufficient data on a short window or few persistent flows, an
                                     bottleneck_mbps = 10, buffer_pkts = 8, valid = 1L, scenario = "dumbbell"), data.table())
   expect_equal(c8(web)$status, NOTRUN)
 })
+
+test_that("C8 and C21 refuse a DropTail and a FaQ run of two schedules under one scenario key", {
+  t <- persistent_tables(reps = 3)
+  other <- "seed 99 window 60-160s"
+  t$runs[aqm == "favor", schedule_id := other]; t$persistent[aqm == "favor", schedule_id := other]
+  expect_error(verdict(t, read_claims()["C8"]), "C8: runs .* replayed different schedules")
+  expect_error(verdict(t, read_claims()["C21"]), "C21: runs .* replayed different schedules")
+})

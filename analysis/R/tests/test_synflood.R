@@ -112,3 +112,9 @@ test_that("X1 is not drawn, and says why, without flood runs", {
   expect_false(file.exists(file.path(out, "X1.png")))
   expect_match(FIG_INDEX[["X1"]]$detail, "synflood.rates_x")
 })
+
+test_that("C19 refuses a DropTail and a FaQ run of two schedules under one scenario key", {
+  t <- flood_tables(function(a, fx, i) TRUE, function(a, fx, i) 1)
+  t$flows[aqm == "favor", schedule_id := "seed 99 window 0-70s"]
+  expect_error(verdict(t, read_claims()["C19"]), "C19: runs .* replayed different schedules")
+})
