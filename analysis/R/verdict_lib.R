@@ -45,12 +45,16 @@ realized_load_text <- function(used) {
   paste(sprintf("%s: %s", names(by_load), vapply(by_load, function(x) paste(ifelse(is.na(x), "NA", sprintf("%.3g", x)), collapse = " "), "")),
         collapse = "; ")
 }
-# The steady test's result of the runs used (analysis/tables/run.py, steady_state).
+# The steady test's result of the runs used (analysis/tables/run.py, steady_state). A run it could not test
+# (no forward flow, a window under 3 s: steady empty) is said to be untested, not unsteady: steady_runs keeps it.
 steady_text <- function(used) {
   if (is.null(used) || !nrow(used) || !"steady" %in% names(used)) return("")
-  unsteady <- used[is.na(num(steady)) | num(steady) != 1]
-  if (!nrow(unsteady)) return(sprintf("all %d steady", nrow(used)))
-  sprintf("%d of %d steady; not steady: %s", nrow(used) - nrow(unsteady), nrow(used), paste(unsteady$run_id, collapse = " "))
+  unsteady <- used[!is.na(num(steady)) & num(steady) != 1]
+  untested <- used[is.na(num(steady))]
+  if (!nrow(unsteady) && !nrow(untested)) return(sprintf("all %d steady", nrow(used)))
+  paste(c(sprintf("%d of %d steady", nrow(used) - nrow(unsteady) - nrow(untested), nrow(used)),
+          if (nrow(unsteady)) sprintf("not steady: %s", paste(unsteady$run_id, collapse = " ")),
+          if (nrow(untested)) sprintf("steady test not run: %s", paste(untested$run_id, collapse = " "))), collapse = "; ")
 }
 # A steady-state claim's runs: the unsteady ones left out and named (claims.yaml steady_state).
 steady_runs <- function(claim, runs) {

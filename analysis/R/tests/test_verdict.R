@@ -181,6 +181,13 @@ test_that("a load whose FaQ run is invalid leaves C4 insufficient, named; an uns
   expect_false(grepl("0.95:", v[claim == "C4"]$ours, fixed = TRUE))
   expect_match(v[claim == "C4"]$note, "left out, not steady \\(a steady-state claim\\): .*load0.95")
   expect_equal(v[claim == "C4"]$steady, "all 6 steady")
+  # a run the steady test could not judge (steady empty) is kept, and its row says it was not tested, not that it was unsteady
+  t <- synth_tables(faq_grows, drops = dt_drops, loads = c(0.15, 0.55, 0.95), steady = function(a, ld) if (ld == 0.95) NA_integer_ else 1L)
+  v <- judge(t, "C4")
+  expect_match(v$ours, "0.95:", fixed = TRUE)
+  expect_equal(v$steady, "4 of 6 steady; steady test not run: dumbbell-10M_droptail_load0.95_iw2_rep0_b8 dumbbell-10M_favor_load0.95_iw2_rep0_b8")
+  t$runs[num(load) == 0.55, steady := 0L]
+  expect_match(judge(t, "C5")$steady, "^2 of 4 steady; steady test not run: .*load0.95.*load0.95")
 })
 
 test_that("C16 needs two buffer sizes with DropTail and FaQ pairs, judges each load apart, and tests the plateau past 60 packets", {
