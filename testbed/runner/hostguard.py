@@ -228,11 +228,14 @@ def stop_recorded(procs: list[dict], log, grace_s: float = 5.0) -> list[str]:
     return [f"{p['what']} (pid {p['pid']})" for p in live]
 
 
-def clean_stale(log, pidfile: PidFile, cgroup_root: Path | None = None) -> dict:
+def clean_stale(log, pidfile: PidFile, cgroup_root: Path | None = None, spare: dict | None = None) -> dict:
     """Under the host lock, before a run sets anything up: remove what a dead earlier run left (its
     processes by the pidfile, its cgroups, its interfaces; never Mininet's machine-wide cleanup, which stops every Mininet on the
-    machine) and log each thing removed. Returns {"processes", "cgroups", "links"} removed."""
+    machine) and log each thing removed, but for `spare` ({"pids", "links"}: a kept network this run adopts,
+    testbed/runner/kept.py). Returns {"processes", "cgroups", "links"} removed."""
     head, procs = pidfile.read()
+    spare = spare or {}
+    procs = [p for p in procs if p.get("pid") not in set(spare.get("pids", ()))]
     removed = {"processes": stop_recorded(procs, log), "cgroups": [], "links": []}
     if cgroup_root is None:
         try:
@@ -245,7 +248,8 @@ def clean_stale(log, pidfile: PidFile, cgroup_root: Path | None = None) -> dict:
         for n in select_stale_cgroups(names):
             removed["cgroups"].append(n)
             remove_cgroup(cgroup_root / n, log)
-    removed["links"] = remove_links(select_stale_links(ip_links(), head.get("links", [])), log)
+    removed["links"] = remove_links([n for n in select_stale_links(ip_links(), head.get("links", []))
+                                     if n not in set(spare.get("links", ()))], log)
     if any(removed.values()):
         log(f"stale run {head.get('run_id', '(no pidfile)')} cleaned up: " + "; ".join(
             f"{k} {', '.join(v)}" for k, v in removed.items() if v))

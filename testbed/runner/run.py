@@ -12,20 +12,25 @@ import time
 from pathlib import Path
 
 from contract import rundir, spec as specmod
-from testbed.runner import (bmv2, captures, cpu, favortrace, fidelity, hostguard, hoststate, longflows,
+from testbed.runner import (bmv2, captures, cpu, favortrace, fidelity, hostguard, hoststate, kept, longflows,
                             manifest, network, probes, processes, traffic)
 from testbed.runner.context import RunContext
 from testbed.runner.processes import STOPPER
 
 
 class Runner:
-    def __init__(self, run_dir: Path, lock_wait_s: float | None = None):
+    def __init__(self, run_dir: Path, lock_wait_s: float | None = None, reuse_topology: bool = False):
         run_dir = Path(run_dir).resolve()
         log = processes.Log(run_dir / rundir.RUNNER_LOG,
                             on_lost=lambda why: STOPPER.request(f"the controller is gone ({why})"))
         self.ctx = RunContext(dir=run_dir, log=log, manifest={"start_utc": manifest.utc()})
         self.lock_wait_s = lock_wait_s
         self.lock: hostguard.HostLock | None = None
+        # kept.py: a network kept up by the run before (its record, adopted) or kept for the next one
+        self.reuse = reuse_topology
+        self.adopted: dict | None = None
+        self.holders: dict | None = None
+        self.failure: str | None = None
 
     def run(self) -> int:
         """The whole run under the host lock. A stop request (SIGHUP, SIGTERM, SIGINT, or the controller's
@@ -47,8 +52,9 @@ class Runner:
             self.lock = hostguard.HostLock()
             self.lock.acquire(ctx.spec["run_id"], hostguard.expected_run_s(ctx.spec), ctx.log, self.lock_wait_s)
             ctx.phase("clean-up of a run left behind")
+            self.adopted = kept.claim(ctx.spec, self.reuse, ctx.log)
             pidfile = hostguard.PidFile()
-            hostguard.clean_stale(ctx.log, pidfile)
+            hostguard.clean_stale(ctx.log, pidfile, spare=kept.spared(self.adopted))
             pidfile.start(ctx.spec["run_id"], network.root_links(ctx.spec))
             processes.PIDFILE = pidfile
             self.setup()
@@ -59,6 +65,7 @@ class Runner:
         except Exception as e:  # noqa: BLE001 - every failure is logged, then torn down
             failure = f"ERROR {type(e).__name__}: {e}"
         finally:
+            self.failure = failure
             # from here on a stop request is only recorded (a log line that finds stdout gone makes one),
             # so nothing can cut the tear-down short
             STOPPER.tearing_down = True
@@ -93,8 +100,15 @@ class Runner:
         traffic.workload_cmd("client", ctx.spec)   # a missing workload binary fails the run before anything is set up
         ctx.phase("qdisc modules")
         hoststate.load_qdisc_modules(ctx)
-        ctx.phase("topology up")
-        network.build(ctx, topomod)
+        if self.adopted:
+            ctx.phase("kept topology reset")
+            kept.adopt(ctx, self.adopted)
+        else:
+            ctx.phase("topology up")
+            network.build(ctx, topomod)
+            if self.reuse and kept.unkeepable(ctx.spec) is None:
+                self.holders = kept.hold(ctx.net)
+        ctx.manifest["kept_topology"] = kept.manifest_entry(self.adopted, self.reuse, ctx.spec)
         ctx.phase("TCP profile")
         ctx.checks.update(hoststate.apply_tcp(ctx.net, ctx.spec["tcp"], ctx.hostsj["hosts"], ctx.log))
         ctx.phase("initial RTO program")
@@ -102,8 +116,12 @@ class Runner:
 
     def measure(self):
         ctx, s = self.ctx, self.ctx.spec
-        ctx.phase("probes")
-        probes.probe_fidelity(ctx)
+        if self.adopted and self.adopted.get("probes"):
+            ctx.checks.update(kept.reused_probes(self.adopted))
+            ctx.log(f"probes: those of run {self.adopted.get('built_by')}, which built this topology")
+        else:
+            ctx.phase("probes")
+            probes.probe_fidelity(ctx)
         ctx.phase("state before")
         for d in ("qdisc", "nstat", "pcap", "flows"):
             (ctx.dir / d).mkdir(exist_ok=True)
@@ -173,17 +191,40 @@ class Runner:
         on, so the network is always stopped. Stop requests arriving now are only recorded (STOPPER)."""
         ctx = self.ctx
         STOPPER.tearing_down = True
-        for what, step in (("stop processes", lambda: processes.stop_all(ctx)),
-                           ("stop leftover processes", lambda: processes.stop_leftovers(ctx.log)),
-                           ("detach the initial RTO program", lambda: hoststate.detach_initial_rto(ctx)),
-                           ("remove the run cgroup", lambda: hoststate.remove_cgroup(ctx)),
-                           ("stop the topology", lambda: network.stop(ctx)),
-                           ("stop leftover node shells", lambda: processes.stop_leftovers(ctx.log, shells=True)),
-                           ("remove leftover interfaces", lambda: network.remove_leftover_links(ctx))):
-            try:
-                step()
-            except BaseException as e:  # noqa: BLE001 - the next step must run (a signal included)
-                ctx.log(f"teardown: {what} failed: {type(e).__name__}: {e}")
+        steps = [("stop processes", lambda: processes.stop_all(ctx)),
+                 ("stop leftover processes", lambda: processes.stop_leftovers(ctx.log)),
+                 ("detach the initial RTO program", lambda: hoststate.detach_initial_rto(ctx)),
+                 ("remove the run cgroup", lambda: hoststate.remove_cgroup(ctx))]
+        down = [("stop the topology", lambda: network.stop(ctx)),
+                ("stop leftover node shells", lambda: processes.stop_leftovers(ctx.log, shells=True)),
+                ("remove leftover interfaces", lambda: network.remove_leftover_links(ctx))]
+        for what, step in steps:
+            self._step(what, step)
+        if not self._step("keep the topology for the next run", self.park):
+            for what, step in down:
+                self._step(what, step)
+
+    def _step(self, what: str, step) -> bool:
+        try:
+            return step() is not False
+        except BaseException as e:  # noqa: BLE001 - the next step must run (a signal included)
+            self.ctx.log(f"teardown: {what} failed: {type(e).__name__}: {e}")
+            return False
+
+    def park(self) -> bool:
+        """The network kept for the next run (kept.park) when this run reuses topologies, ended without a
+        failure and its probes passed; False when it is to be taken down."""
+        ctx = self.ctx
+        holders = self.adopted["holders"] if self.adopted else self.holders
+        probed = kept.probe_checks(ctx.checks)
+        if not (self.reuse and holders and ctx.net and not self.failure and probed
+                and all(v.get("ok") for v in probed.values())):
+            return False
+        rec = kept.record(ctx.spec, self.adopted, holders, probed)
+        ctx.manifest["kept_topology"].update(kept.park(ctx, rec))
+        ctx.net = None
+        ctx.log(f"topology kept for the next run ({rec['runs']} run(s) on it)")
+        return True
 
     def finish(self):
         ctx = self.ctx
