@@ -290,7 +290,7 @@ def expand_pool(tb: dict, source: str = "config", warn=None) -> dict:
     """The testbed section -> {"members": [member, ...], "size": N, "retries": R}; each member is a dict
     orchestrate.testbeds takes (kind, vm_name and clock or inventory + host, keep_running, p4) with its id
     (the VM name, or host@<inventory path hash>). tb: a validated testbed section, its defaults filled in."""
-    common = {"keep_running": tb["keep_running"]}
+    common = {"keep_running": tb["keep_running"], "reuse_topology": tb.get("reuse_topology", False)}
     if tb.get("p4"):
         common["p4"] = True
     if tb["kind"] == "local-vm":

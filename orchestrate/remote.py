@@ -276,11 +276,11 @@ def remote_dir(run_id: str) -> str:
     return f"{REMOTE_ROOT}/{run_id}.{uuid.uuid4().hex[:12]}"
 
 
-def execute(ssh: Ssh, run_dir: Path, spec: Path | None, schedule: Path | None) -> Path:
+def execute(ssh: Ssh, run_dir: Path, spec: Path | None, schedule: Path | None, reuse_topology: bool = False) -> Path:
     """One run on the host (see _execute); a failure on a host that no longer answers is Unreachable."""
     part = prepare_partial(run_dir, spec, schedule)
     try:
-        return _execute(ssh, run_dir, part)
+        return _execute(ssh, run_dir, part, reuse_topology)
     except Unreachable:
         raise
     except RemoteError as e:
@@ -289,7 +289,7 @@ def execute(ssh: Ssh, run_dir: Path, spec: Path | None, schedule: Path | None) -
         raise
 
 
-def _execute(ssh: Ssh, run_dir: Path, part: Path) -> Path:
+def _execute(ssh: Ssh, run_dir: Path, part: Path, reuse_topology: bool = False) -> Path:
     spec = rundir.read_spec(part)
     run_id = spec.get("run_id") or run_dir.name
     remote = remote_dir(run_id)
@@ -304,7 +304,8 @@ def _execute(ssh: Ssh, run_dir: Path, part: Path) -> Path:
     ssh.rsync(f"{part}/{rundir.SCHEDULE}", ssh.at(f"{remote}/"))
     # the runner takes the host's lock (waiting, and saying so, while another controller's run holds it)
     phases.mark(RUNNER_PHASE)
-    rc = ssh.run(f"cd {REMOTE_REPO} && python3 -m testbed.runner --run-dir {shlex.quote(remote)}", stream=True)
+    reuse = " --reuse-topology" if reuse_topology else ""
+    rc = ssh.run(f"cd {REMOTE_REPO} && python3 -m testbed.runner --run-dir {shlex.quote(remote)}{reuse}", stream=True)
     phases.mark("copy back")
     ssh.rsync(ssh.at(f"{remote}/"), f"{part}/")
     phases.mark("host clean-up")
@@ -334,6 +335,9 @@ def main(argv=None) -> int:
     ap.add_argument("--spec", type=Path)
     ap.add_argument("--schedule", type=Path)
     ap.add_argument("--run-dir", required=True, type=Path)
+    ap.add_argument("--reuse-topology", action="store_true",
+                    help="the runner keeps its network for the host's next run of the same topology, and adopts "
+                         "one kept by the run before (the testbed option reuse_topology)")
     a = ap.parse_args(argv)
     try:
         if a.vm:
@@ -344,7 +348,7 @@ def main(argv=None) -> int:
         else:
             raise RemoteError("give --vm NAME or --ssh-host HOST")
         run_dir = a.run_dir.resolve()
-        execute(Ssh(**t), run_dir, a.spec, a.schedule)
+        execute(Ssh(**t), run_dir, a.spec, a.schedule, a.reuse_topology)
     except Unreachable as e:
         print(f"remote: {e}", file=sys.stderr)
         return EXIT_UNREACHABLE

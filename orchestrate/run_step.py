@@ -167,6 +167,8 @@ def remote_command(t: dict, spec_file: Path, schedule: Path, dest: Path) -> list
         cmd += ["--known-hosts", t["known_hosts"], "--host-key-checking", t.get("host_key_checking") or "yes"]
     if t.get("ssh_args"):   # FABRIC's bastion; "=": the value starts with "-o"
         cmd += [f"--ssh-args={t['ssh_args']}"]
+    if t.get("reuse_topology"):
+        cmd.append("--reuse-topology")
     return cmd
 
 
@@ -259,7 +261,8 @@ def attempts_under(lease: pool.Lease, a, spec: dict, staging: Path, excluded_dir
             log(f"run: {spec['run_id']} attempt {dest.name} on {lease.id} ({t['host']}:{t['port']})")
             # the attempt ends with this job however the job ends (killed included): orchestrate.remote and
             # the ssh under it go, and the runner on the host sees its controller gone and stops
-            rc = subprocess.run(remote_command(t, spec_file, a.schedule.resolve(), dest), cwd=REPO,
+            rc = subprocess.run(remote_command(dict(t, reuse_topology=member.get("reuse_topology")), spec_file,
+                                               a.schedule.resolve(), dest), cwd=REPO,
                                 preexec_fn=remote.die_with_parent()).returncode
             spec_file.unlink(missing_ok=True)
             return rc
