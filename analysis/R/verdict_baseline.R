@@ -374,16 +374,24 @@ baseline_context <- function(claim, tables, scen_key) {
        steady_note = steady$note, scheduled_L = if (nrow(scheduled)) num(scheduled$L) else numeric())
 }
 
-# A load the scenario ran that a pooled claim's pairs lack (a run invalid, or no flow complete under both), named
-# with the runs' validity: pooling without it weighs the other loads more.
-missing_loads_note <- function(runs, pair_loads) {
-  missing <- setdiff(sort(unique(num(runs$load))), unique(num(pair_loads)))
-  if (!length(missing)) return("")
-  why <- vapply(missing, function(l) {
-    invalid <- runs[num(load) == l & valid != 1]
-    if (nrow(invalid)) sprintf("%g (invalid: %s)", l, paste(aqm_label(invalid$aqm), collapse = ", ")) else sprintf("%g (no pair)", l)
-  }, "")
-  sprintf("loads missing from the pooled pairs: %s", paste(why, collapse = ", "))
+# A load the scenario ran that a pooled claim's pairs lack, and a schedule (load and replication) of a load it
+# has (a run invalid, or no flow complete under both), named with the runs' validity: pooling without it
+# weighs the other loads and schedules more. used: the pairs' (or flows') load and replication columns.
+missing_schedules_note <- function(runs, used) {
+  have <- unique(data.table(load = num(used$load), replication = as.character(used$replication)))
+  why <- function(of) {
+    invalid <- of[valid != 1]
+    if (nrow(invalid)) sprintf("invalid: %s", paste(aqm_label(invalid$aqm), collapse = ", ")) else "no pair"
+  }
+  loads <- setdiff(sort(unique(num(runs$load))), have$load)
+  ran <- unique(runs[num(load) %in% have$load, .(load = num(load), replication = as.character(replication))])
+  schedules <- ran[!have, on = c("load", "replication")][order(load, replication)]
+  paste(c(if (length(loads)) sprintf("loads missing from the pooled pairs: %s", paste(vapply(loads, function(l)
+            sprintf("%g (%s)", l, why(runs[num(load) == l])), ""), collapse = ", ")),
+          if (nrow(schedules)) sprintf("schedules missing from the pooled pairs: %s", paste(vapply(seq_len(nrow(schedules)), function(i)
+            sprintf("load %g rep %s (%s)", schedules$load[i], schedules$replication[i],
+                    why(runs[num(load) == schedules$load[i] & as.character(replication) == schedules$replication[i]])), ""), collapse = ", "))),
+        collapse = "; ")
 }
 
 # One baseline claim on one scenario: its row.
@@ -416,7 +424,7 @@ baseline_claims <- function(claim, tables, judged_flows, scen_key) {
       pair_flows(in_window[aqm_is_dt(aqm)], in_window[aqm_is_faq(aqm)])
     } else all_pairs
     n <- sprintf("%d paired flows", nrow(pairs))
-    note <- c(missing_loads_note(runs, pairs$load), censoring_note(tables, scen_key, unique(c(droptail$aqm, faq$aqm))))
+    note <- c(missing_schedules_note(runs, pairs), censoring_note(tables, scen_key, unique(c(droptail$aqm, faq$aqm))))
     note <- note[nzchar(note)]
     used <- runs[run_id %in% c(pairs$run_id.a, pairs$run_id.b)]
     need <- claim$min_sample$paired_flows
@@ -436,5 +444,5 @@ baseline_claims <- function(claim, tables, judged_flows, scen_key) {
   judged <- own_claim$judge(claim, own, context)
   judged$parts <- lapply(judged$parts, own_value)
   row(judged, judged$n, runs_text(own$run_id), runs[run_id %in% own$run_id],
-      missing_loads_note(runs[if (own_claim$aqm == "droptail") aqm_is_dt(aqm) else aqm_is_faq(aqm)], own$load))
+      missing_schedules_note(runs[if (own_claim$aqm == "droptail") aqm_is_dt(aqm) else aqm_is_faq(aqm)], own))
 }

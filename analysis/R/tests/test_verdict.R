@@ -13,14 +13,14 @@ judge <- function(t, ids) verdict(t, read_claims()[ids])
 synth_tables <- function(lat, n = 300, loads = c(0.15, 0.55, 0.75, 0.95), aqms = c("droptail", "favor"),
                          buffers = 8, iws = 2, drops = function(a, ld, L, i) 0, rto = function(a, ld, L, i) 0,
                          fr = function(a, ld, L, i) 0, valid = function(a, ld, b, w) TRUE, steady = function(a, ld) 1L,
-                         mbps = 10, sizes = c(2, 2, 3, 5, 8, 15, 30, 60, 120, 300)) {
+                         mbps = 10, sizes = c(2, 2, 3, 5, 8, 15, 30, 60, 120, 300), reps = 0) {
   set.seed(1)
   L <- sample(sizes, n, replace = TRUE)
   runs <- list(); flows <- list()
-  for (a in aqms) for (ld in loads) for (b in buffers) for (w in iws) {
-    id <- sprintf("dumbbell-10M_%s_load%.2f_iw%d_rep0_b%d", a, ld, w, b)
+  for (a in aqms) for (ld in loads) for (b in buffers) for (w in iws) for (rep in reps) {
+    id <- sprintf("dumbbell-10M_%s_load%.2f_iw%d_rep%d_b%d", a, ld, w, rep, b)
     i <- seq_len(n)
-    runs[[id]] <- data.table(run_id = id, scenario = "dumbbell", aqm = a, load = ld, iw = w, profile = "paper", replication = 0,
+    runs[[id]] <- data.table(run_id = id, scenario = "dumbbell", aqm = a, load = ld, iw = w, profile = "paper", replication = rep,
                              bottleneck_mbps = mbps, buffer_pkts = b, valid = as.integer(valid(a, ld, b, w)), cc = "reno",
                              size_dist = TABLE1_SIZES, size_mean_pkts = 30, dataplane = "kernel", topology = "dumbbell",
                              realized_load = ld + 0.01, steady = steady(a, ld))
@@ -175,6 +175,12 @@ test_that("a load whose FaQ run is invalid leaves C4 insufficient, named; an uns
   expect_match(v[claim == "C4"]$ours, "0.95: 0 pairs")
   # a pooled claim names the load it lost
   expect_match(judge(t, "C5")$note, "loads missing from the pooled pairs: 0.95 \\(invalid: FaQ\\)")
+  # and a schedule it lost at a load it has: one of two replications of 0.55 with an invalid FaQ run
+  t <- synth_tables(faq_grows, n = 120, loads = c(0.15, 0.55), reps = 0:1)
+  lost <- t$runs[aqm == "favor" & load == 0.55 & replication == 1]$run_id
+  t$runs[run_id == lost, valid := 0L]; t$flows[run_id == lost, valid := 0L]
+  expect_match(judge(t, "C5")$note, "schedules missing from the pooled pairs: load 0.55 rep 1 \\(invalid: FaQ\\)")
+  expect_false(grepl("loads missing", judge(t, "C5")$note, fixed = TRUE))
   t <- synth_tables(faq_grows, drops = dt_drops, loads = c(0.15, 0.55, 0.75, 0.95), steady = function(a, ld) as.integer(ld < 0.9))
   v <- judge(t, "C4")
   expect_equal(status(v, "C4"), HOLDS)                                   # decided on 0.15-0.75
