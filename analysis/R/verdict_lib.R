@@ -8,7 +8,19 @@ CLAIMS_YAML <- function() file.path(favorlab_R_dir, "..", "claims.yaml")
 read_claims <- function(path = CLAIMS_YAML()) {
   claims <- yaml::read_yaml(path)$claims
   names(claims) <- vapply(claims, `[[`, "", "id")
+  for (claim in claims) check_claim_reasons(claim, path)
   claims
+}
+# Each margin, tolerance and unchanged threshold comes with its reason, and a reason with its value. A reason
+# alone is worse than a missing key: R's `$` matches names by prefix, so claim$margin would read margin_reason
+# and a row would show the reason's words as its margin.
+CLAIM_REASONS <- c(margin = "margin_reason", tolerance = "tolerance_reason", unchanged_s = "unchanged_reason")
+check_claim_reasons <- function(claim, path) for (key in names(CLAIM_REASONS)) {
+  reason <- CLAIM_REASONS[[key]]
+  has <- c(!is.null(claim[[key]]), !is.null(claim[[reason]]))
+  if (has[1] != has[2])
+    stop(sprintf("%s: claim %s has %s without %s; fix: give both, the value and why it is what it is", path, claim[["id"]],
+                 if (has[1]) key else reason, if (has[1]) reason else key), call. = FALSE)
 }
 # The scenario the paper's numbers come from (claims.yaml paper_scenario): run.csv columns and their values.
 read_paper_scenario <- function(path = CLAIMS_YAML()) yaml::read_yaml(path)$paper_scenario
