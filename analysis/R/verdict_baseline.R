@@ -427,7 +427,8 @@ baseline_claims <- function(claim, tables, judged_flows, scen_key) {
     note <- c(missing_schedules_note(runs, pairs), censoring_note(tables, scen_key, unique(c(droptail$aqm, faq$aqm))))
     note <- note[nzchar(note)]
     used <- runs[run_id %in% c(pairs$run_id.a, pairs$run_id.b)]
-    need <- claim$min_sample$paired_flows
+    # [[ ]]: `$` would take C4's and C12's paired_flows_per_load (a prefix match) as a pooled minimum they do not have
+    need <- claim$min_sample[["paired_flows"]]
     if (!nrow(pairs) || (!is.null(need) && nrow(pairs) < need))
       return(verdict_row(claim, scen_key, "", "", n, INSUFF, pair_runs(pairs),
                          paste(c(sprintf("fewer than %s paired flows", need %||% 1), note), collapse = "; "), used = used))

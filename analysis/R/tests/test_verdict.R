@@ -160,6 +160,12 @@ test_that("C7: a class with too few flows is insufficient data; a class the size
   expect_match(v[claim == "C7"]$note, "short improve not run: .*short worsen not run: ")
 })
 
+test_that("C4's minimum is per load: too few pairs at each load are named per load, no pooled minimum is invented", {
+  v <- judge(synth_tables(faq_grows, drops = dt_drops, n = 10, loads = c(0.15, 0.55)), "C4")
+  expect_equal(status(v, "C4"), INSUFF)
+  expect_match(v$ours, "DT 0.15: 10 pairs; DT 0.55: 10 pairs", fixed = TRUE)
+})
+
 test_that("C12 decides 'more so at high load' by its trend, and fails when FaQ is worse beyond the margin at high load", {
   rto <- function(a, ld, L, i) as.integer(i %% 3 == 0 & (a == "droptail" | ld < 0.5) | (a == "droptail" & ld >= 0.9 & i %% 3 == 1))
   v <- judge(synth_tables(faq_better, rto = rto, loads = c(0.15, 0.55, 0.95)), "C12")
