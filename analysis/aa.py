@@ -20,7 +20,7 @@ and does not hold in the other.
 
 Writes to --out: parts.csv (every judged comparison part of every A/A verdict, and whether its decision is
 false), families.csv (per family of tests: parts judged, decisions, false decisions, the rate and its exact
-95 % upper bound), agreement.csv, jitter.csv (analysis/R/aa_jitter.R: |latency difference| of the same flow
+95 % upper bound, and the same per claim), agreement.csv, jitter.csv (analysis/R/aa_jitter.R: |latency difference| of the same flow
 between the two names) and summary.md (what the report shows). docs/statistics.md, "The A/A replay".
 """
 import argparse
@@ -130,16 +130,33 @@ def upper_bound(false: int, n: int) -> float:
 
 
 def families(parts: list[dict]) -> list[dict]:
+    """Per family: the parts judged, decided and falsely decided, their rate and exact bound; and the same per
+    claim (one replay's claim in one scenario, false when any of its parts of the family is). The parts of one
+    claim share their runs and flows (C4's per-load tests and its trend read the same pairs), so they are not
+    independent trials and the per-part bound is too narrow; the claims of a replay share less, and their bound
+    is the one to read."""
     out = []
     for fam in FAMILIES:
         mine = [p for p in parts if p["family"] == fam]
         n, decided = len(mine), sum(p["status"] in DECIDED for p in mine)
         false = sum(p["false_decision"] for p in mine)
+        units: dict = {}
+        for p in mine:
+            units.setdefault((p["replay"], p["claim"], p["scenario"]), []).append(p["false_decision"])
+        nc, false_c = len(units), sum(any(v) for v in units.values())
         out.append({"family": fam, "false_when": " or ".join(sorted(FALSE_WHEN[fam])), "parts_judged": n,
                     "decided": decided, "false_decisions": false, "rate": f"{false / n:.3f}" if n else "",
                     "upper95": f"{upper_bound(false, n):.3f}" if n else "",
+                    "claims_judged": nc, "claims_false": false_c, "claim_rate": f"{false_c / nc:.3f}" if nc else "",
+                    "claim_upper95": f"{upper_bound(false_c, nc):.3f}" if nc else "",
                     "claims": " ".join(sorted({p["claim"] for p in mine}))})
     return out
+
+
+def schedules(run_ids: list[str]) -> int:
+    """The schedules (load and replication) the replay's runs cover: what each A/A pairing replays."""
+    fields = [rundir.run_id_fields(r) for r in run_ids]
+    return len({(f["load"], f["rep"]) for f in fields})
 
 
 def agreement(a: list[dict], b: list[dict]) -> list[dict]:
@@ -161,12 +178,16 @@ def write_csv(path: Path, rows: list[dict], cols: list[str]) -> None:
         w.writerows(rows)
 
 
-def summary_md(pairs: list[dict], fams: list[dict], agree: list[dict], replays: list[str]) -> str:
-    lines = [f"A/A replays: {', '.join(replays)}. Only parts whose statistic compares the two sides count.", "",
-             "| family | a decision is false when | parts judged | decided | false | rate | 95 % upper bound | claims |",
-             "|---|---|---|---|---|---|---|---|"]
+def summary_md(pairs: list[dict], fams: list[dict], agree: list[dict], replays: list[str], n_schedules: int = 0) -> str:
+    lines = [f"A/A replays: {', '.join(replays)}, each on {n_schedules} schedules (loads x replications). Only parts "
+             "whose statistic compares the two sides count. A claim is false when any of its parts in the family is; "
+             "its parts share their data, so the per-claim bound is the one to read.", "",
+             "| family | a decision is false when | parts judged | decided | false | rate | 95 % upper bound | "
+             "claims judged | false | rate | 95 % upper bound | claims |",
+             "|---|---|---|---|---|---|---|---|---|---|---|---|"]
     lines += [f"| {f['family']} | {f['false_when']} | {f['parts_judged']} | {f['decided']} | {f['false_decisions']} | "
-              f"{f['rate'] or '-'} | {f['upper95'] or '-'} | {f['claims']} |" for f in fams]
+              f"{f['rate'] or '-'} | {f['upper95'] or '-'} | {f['claims_judged']} | {f['claims_false']} | "
+              f"{f['claim_rate'] or '-'} | {f['claim_upper95'] or '-'} | {f['claims']} |" for f in fams]
     false = [p for p in pairs if p["false_decision"]]
     lines += ["", "False decisions: " + ("; ".join(f"{p['replay']} {p['claim']} {p['part']}: {p['status']}" for p in false) or "none") + "."]
     if agree:
@@ -185,7 +206,8 @@ def report_section(results: str) -> str:
     import html
     with open(out / "families.csv") as f:
         fams = list(csv.DictReader(f))
-    head = ["family", "false_when", "parts_judged", "decided", "false_decisions", "rate", "upper95", "claims"]
+    head = ["family", "false_when", "parts_judged", "decided", "false_decisions", "rate", "upper95", "claims_judged",
+            "claims_false", "claim_rate", "claim_upper95", "claims"]
     rows = "".join("<tr>" + "".join(f"<td>{html.escape(r.get(c, ''))}</td>" for c in head) + "</tr>" for r in fams)
     text = (out / "summary.md").read_text().split("\n\n") if (out / "summary.md").exists() else []
     notes = "".join(f"<p>{html.escape(t.strip())}</p>" for t in text if t.strip() and not t.lstrip().startswith("|"))
@@ -224,7 +246,7 @@ def main(argv=None) -> int:
     write_csv(out / "parts.csv", parts, ["replay", "claim", "scenario", "part", "family", "status", "false_decision"])
     write_csv(out / "families.csv", fams, list(fams[0]))
     write_csv(out / "agreement.csv", agree, ["claim", "scenario", "originals", "twins", "conflict"])
-    (out / "summary.md").write_text(summary_md(parts, fams, agree, replays))
+    (out / "summary.md").write_text(summary_md(parts, fams, agree, replays, schedules(run_ids)))
     sys.stdout.write((out / "summary.md").read_text())
     return 0
 

@@ -38,7 +38,8 @@ def test_each_twin_plays_the_side_its_verdict_role_names_and_both_pairs_make_two
 
 
 def test_family_rates_carry_an_exact_upper_bound():
-    parts = [{"family": "better", "status": "insufficient data", "false_decision": 0, "claim": "C3"}] * 30
+    parts = [{"family": "better", "status": "insufficient data", "false_decision": 0, "claim": "C3", "replay": "A/A x",
+              "scenario": "s"}] * 30
     row = next(f for f in aa.families(parts) if f["family"] == "better")
     assert (row["parts_judged"], row["false_decisions"], row["rate"]) == (30, 0, "0.000")
     assert float(row["upper95"]) == pytest.approx(1 - 0.05 ** (1 / 30), abs=1e-3)    # 0 of 30: 9.5 %
@@ -82,3 +83,25 @@ def test_results_without_a_twin_get_an_error_naming_the_fix(tmp_path):
     (tmp_path / "analysis-runs.txt").write_text(rid + "\n")
     r = subprocess.run([sys.executable, "-m", "analysis.aa", "--results", str(tmp_path)], cwd=ROOT, capture_output=True, text=True)
     assert r.returncode == 2 and "config/aa-replay.yaml" in r.stderr
+
+
+def test_a_claim_counts_once_however_many_of_its_parts_decide_falsely():
+    """C4's per-load parts and its trend read the same flows: two false parts of one claim are one false claim,
+    and the claim-level bound, over fewer units, is the wider one."""
+    part = {"family": "better", "scenario": "s"}
+    parts = ([dict(part, replay="A/A DropTail", claim="C4", status="holds", false_decision=1)] * 2
+             + [dict(part, replay="A/A DropTail", claim="C4", status="insufficient data", false_decision=0)] * 8
+             + [dict(part, replay=r, claim=c, status="insufficient data", false_decision=0)
+                for r in ("A/A DropTail", "A/A FaQ") for c in ("C3", "C5", "C12")])
+    row = next(f for f in aa.families(parts) if f["family"] == "better")
+    assert (row["parts_judged"], row["false_decisions"]) == (16, 2)
+    assert (row["claims_judged"], row["claims_false"], row["claim_rate"]) == (7, 1, "0.143")
+    assert float(row["claim_upper95"]) > float(row["upper95"])
+
+
+def test_the_summary_says_how_many_schedules_each_replay_rests_on():
+    ids = [f"dumbbell-10M-buf8-lomax30-paper-reno_{a}_load{l}_iw2_rep{r}" for a in ("droptail", "droptail_twin")
+           for l in ("0.25", "0.55") for r in range(3)]
+    assert aa.schedules(ids) == 6
+    text = aa.summary_md([], aa.families([]), [], ["A/A DropTail"], aa.schedules(ids))
+    assert "each on 6 schedules" in text
