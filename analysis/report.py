@@ -294,6 +294,16 @@ DECISION_RULE = ("Each part of a claim is a one-sided test at 2.5 %, decided exa
                  "at most 2.5 %.")
 
 
+def one_schedule_status(v):
+    """The verdict's rows as the report shows them: a decided status whose intervals came from one schedule per
+    load says so ("holds (one schedule)"), since the decision is about the schedule run, not the load; the
+    row keeps its colour (status_class). verdict.csv keeps the plain status."""
+    one = INTERVAL_METHODS[2][0]
+    return [dict(r, status_class=r["status"],
+                 status=f"{r['status']} (one schedule)" if r["status"] in ("holds", "does not hold")
+                 and re.search(one, r.get("method") or "") else r["status"]) for r in v]
+
+
 def interval_methods(v):
     """The verdict header's account of its intervals: each method the rows used (their method column), how
     many rows, and what it does not estimate."""
@@ -333,7 +343,7 @@ def render(results, only=None):
     parts.append("<p>Each claim is judged on one scenario with the test and minimum sample it states. "
                  "<i>insufficient data</i>: too few flows, or an interval that does not decide.</p>" + interval_methods(v)
                  + "<p>" + DECISION_RULE + "</p>")
-    parts.append(table(v, [c for c in VERDICT_COLS if c in v[0]], "status") if v
+    parts.append(table(one_schedule_status(v), [c for c in VERDICT_COLS if c in v[0]], "status_class") if v
                  else "<p>verdict.csv missing: run <code>Rscript analysis/R/verdict.R</code>.</p>")
     aa = aa_report_section(results)
     if aa:

@@ -188,3 +188,13 @@ def test_verdict_header_names_each_interval_method_and_what_it_does_not_estimate
     assert "each row's <i>method</i> says how its intervals were made" in h and "C18" not in h
     # a verdict made before rows named their method says that it cannot tell
     assert "does not say how each was made" in report.interval_methods([{"claim": "C3", "status": "holds"}])
+
+
+def test_a_decision_from_one_schedule_says_so_in_its_status_and_keeps_its_colour():
+    one = "block bootstrap over flows within 1 schedule(s); one schedule per load: variation between schedules not estimated"
+    rows = [{"claim": "C9", "method": one, "status": "holds"}, {"claim": "C3", "method": one, "status": "insufficient data"},
+            {"claim": "C4", "method": "jackknife over 5 replications, t 4 df", "status": "does not hold"}]
+    shown = report.one_schedule_status(rows)
+    assert [r["status"] for r in shown] == ["holds (one schedule)", "insufficient data", "does not hold"]
+    assert [r["status_class"] for r in shown] == ["holds", "insufficient data", "does not hold"]
+    assert rows[0]["status"] == "holds"          # verdict.csv's own rows are left as they are
