@@ -81,8 +81,9 @@ def wait_listening(errs: list[Path], timeout_s: float = 5.0) -> float:
 def stop(ctx) -> None:
     """Stop every capture; the capture_drops check, and the foreign_traffic checks over the pcaps."""
     drops = {}
-    for k in [k for k in ctx.procs if k.startswith("pcap-")]:
-        processes.stop(ctx.procs.pop(k), signal.SIGINT)
+    names = [k for k in ctx.procs if k.startswith("pcap-")]
+    processes.stop_many([ctx.procs.pop(k) for k in names], signal.SIGINT)
+    for k in names:
         err = (ctx.dir / "log" / f"tcpdump-{k[5:]}.err").read_text()
         m = re.search(r"(\d+) packets? dropped by kernel", err)
         drops[k[5:]] = int(m.group(1)) if m else None

@@ -74,8 +74,7 @@ def start_servers(ctx) -> None:
 def stop_servers(ctx) -> None:
     if httpload.is_http(ctx.spec):
         return httpload.stop_servers(ctx)
-    for k in [k for k in ctx.procs if k.startswith("server-")]:
-        processes.stop(ctx.procs.pop(k))
+    processes.stop_many([ctx.procs.pop(k) for k in [k for k in ctx.procs if k.startswith("server-")]])
 
 
 def start_lead(ctx) -> float:

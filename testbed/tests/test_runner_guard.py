@@ -341,3 +341,20 @@ def test_the_ssh_under_a_killed_controller_goes_with_it(tmp_path):
     parent.send_signal(signal.SIGKILL)
     parent.wait(10)
     assert gone(child), "the child outlived its killed parent"
+
+
+def test_stopping_several_processes_signals_them_all_before_waiting_for_any(tmp_path):
+    """The captures and servers of a run end in the time of the slowest: each one here takes 0.5 s to exit
+    after its signal, so three stopped one after another would take 1.5 s."""
+    slow = 'import signal, sys, time\nsignal.signal(signal.SIGTERM, lambda *a: (time.sleep(0.5), sys.exit(3)))\ntime.sleep(60)'
+    ps = [subprocess.Popen([sys.executable, "-c", slow], start_new_session=True) for _ in range(3)]
+    time.sleep(1.0)           # each has installed its handler
+    t = time.monotonic()
+    assert processes.stop_many(ps) == [3, 3, 3]
+    assert time.monotonic() - t < 1.2
+    # one that ignores its signal is killed after the wait, and the others are still waited for
+    stubborn = subprocess.Popen([sys.executable, "-c", "import signal, time\nsignal.signal(signal.SIGTERM, signal.SIG_IGN)\n"
+                                 "time.sleep(60)"], start_new_session=True)
+    quick = subprocess.Popen(["sleep", "60"], start_new_session=True)
+    time.sleep(0.5)
+    assert processes.stop_many([stubborn, quick], wait=1.0) == [-9, -15]
