@@ -128,6 +128,11 @@ def why_not_adopt(rec: dict, spec: dict, reuse: bool, links_now: set[str]) -> st
         return why
     if rec.get("key") != topology_key(spec):
         return "another topology section"
+    return why_gone(rec, links_now)
+
+
+def why_gone(rec: dict, links_now: set[str]) -> str | None:
+    """What of a kept network is no longer there (a holder, a root-namespace interface), or None."""
     dead = [n for n, h in rec["holders"].items() if hostguard.proc_start(h.get("pid", 0)) != h.get("start")]
     if dead:
         return f"holders gone: {', '.join(sorted(dead))}"
@@ -302,11 +307,49 @@ def park(ctx, rec: dict) -> dict:
     return {"time_wait_left": time_wait}
 
 
+def probe_again(log=print) -> dict:
+    """`python3 -m testbed.runner.kept --probe`: the probes of a fresh network run again on the kept one, under the
+    host lock, beside what the building run measured: {check: {"then", "now", "ok_now"}}. After runs have
+    swapped their qdiscs on it, the same numbers say that the swaps left the paths and the bottleneck as they
+    were (the next run's adoption resets what the probes leave)."""
+    from testbed.runner import probes
+    from contract.spec import FIDELITY_DEFAULTS
+    lock = hostguard.HostLock()
+    lock.acquire("probes of the kept topology", 60, log)
+    try:
+        rec = read_record()
+        why = "none recorded" if rec is None else why_gone(rec, {l.get("ifname") for l in hostguard.ip_links()})
+        if why:
+            log(f"no kept topology on this host to probe ({why})")
+            return {}
+        topo = json.loads(rec["key"])
+        net = KeptNet({n: KeptNode(n, h["pid"]) for n, h in rec["holders"].items()}, rec.get("links", []))
+        hostsj = network.topology_module(topo["kind"]).hosts_json(topo)
+        tol = next((v["tolerance_ms"] - 0.02 * v["configured"] for k, v in rec["probes"].items() if k.startswith("rtt_")),
+                   FIDELITY_DEFAULTS["rtt_tolerance_ms"])
+        now = probes.probe_rtts(net, hostsj, tol, probes.rtt_probe_paths(hostsj))
+        now.update(probes.probe_rate(net, hostsj, topo["bottleneck_mbps"], log,
+                                     rec["probes"]["bottleneck_rate_mbps"].get("min_share", FIDELITY_DEFAULTS["rate_min_share"]),
+                                     *probes.rate_probe_pair(hostsj)))
+        out = {k: {"then": rec["probes"].get(k, {}).get("measured"), "now": v["measured"], "ok_now": v["ok"]}
+               for k, v in now.items()}
+        log(json.dumps({"built_by": rec.get("built_by"), "runs": rec.get("runs"), "probes": out}, indent=1))
+        return out
+    finally:
+        lock.release()
+
+
 if __name__ == "__main__":
     import argparse
     import sys
-    ap = argparse.ArgumentParser(prog="python3 -m testbed.runner.kept", description=take_down.__doc__)
-    ap.add_argument("--take-down", action="store_true", required=True)
-    ap.parse_args()
-    take_down()
+    ap = argparse.ArgumentParser(prog="python3 -m testbed.runner.kept",
+                                 description="a network the host's last run kept up: take it down, or probe it again")
+    what = ap.add_mutually_exclusive_group(required=True)
+    what.add_argument("--take-down", action="store_true", help=take_down.__doc__.split(":")[0])
+    what.add_argument("--probe", action="store_true", help="run a fresh network's probes on it again, beside the first")
+    a = ap.parse_args()
+    if a.take_down:
+        take_down()
+    else:
+        probe_again()
     sys.exit(0)

@@ -52,6 +52,9 @@ def test_a_kept_network_serves_the_next_run_from_zero_and_a_run_without_the_opti
         records.append(json.loads(rec_path.read_text()))
         d2, m2 = run("two", "--reuse-topology", "--limit", "20")
         records.append(json.loads(rec_path.read_text()))
+        # the probes of a fresh network, again on the kept one after two runs swapped their qdiscs on it
+        again = subprocess.run(["ip", "netns", "exec", ns, "/usr/bin/python3", "-m", "testbed.runner.kept", "--probe"],
+                               cwd=REPO, env=env, capture_output=True, text=True, timeout=120)
         d3, m3 = run("three")
         left = rec_path.exists()
         links = subprocess.run(["ip", "netns", "exec", ns, "ip", "-o", "link"], capture_output=True, text=True).stdout
@@ -80,6 +83,11 @@ def test_a_kept_network_serves_the_next_run_from_zero_and_a_run_without_the_opti
     f1, f2 = (json.loads((d / "fidelity.json").read_text())["checks"] for d in (d1, d2))
     assert f2["bottleneck_rate_mbps"]["probed_by"] == "one"
     assert f2["bottleneck_rate_mbps"]["measured"] == f1["bottleneck_rate_mbps"]["measured"]
+    assert again.returncode == 0, again.stdout + again.stderr
+    probed = json.loads(again.stdout[again.stdout.index("{"):])["probes"]
+    assert len([k for k in probed if k.startswith("rtt_")]) == 9 and all(v["ok_now"] for v in probed.values())
+    rate = probed["bottleneck_rate_mbps"]
+    assert abs(rate["now"] - rate["then"]) <= 0.05 * rate["then"], rate
     # the third run, without the option: a network of its own, and nothing left after it
     assert m3["kept_topology"] == {"reuse": False, "built_by": "three", "runs_before": 0}
     assert "taken down (this run does not reuse topologies)" in (d3 / "log/runner.log").read_text()
