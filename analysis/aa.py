@@ -246,7 +246,8 @@ def main(argv=None) -> int:
     write_csv(out / "parts.csv", parts, ["replay", "claim", "scenario", "part", "family", "status", "false_decision"])
     write_csv(out / "families.csv", fams, list(fams[0]))
     write_csv(out / "agreement.csv", agree, ["claim", "scenario", "originals", "twins", "conflict"])
-    (out / "summary.md").write_text(summary_md(parts, fams, agree, replays, schedules(run_ids)))
+    analysed = sorted({r for ids in by_aqm.values() for r in ids})     # the listed runs that have tables
+    (out / "summary.md").write_text(summary_md(parts, fams, agree, replays, schedules(analysed)))
     sys.stdout.write((out / "summary.md").read_text())
     return 0
 
