@@ -7,6 +7,7 @@ import os
 import signal
 import subprocess
 import sys
+import time
 from datetime import datetime, timezone
 from pathlib import Path
 
@@ -97,30 +98,32 @@ def popen(argv, node=None, cgroup: Path | None = None, **kw) -> subprocess.Popen
 
 def stop(p: subprocess.Popen, sig=signal.SIGTERM, wait=10.0) -> int | None:
     """Stop one process we started, by its PID (its own session, so its children go too)."""
-    if p.poll() is None:
+    return stop_many([p], sig, wait)[0]
+
+
+def stop_many(procs: list[subprocess.Popen], sig=signal.SIGTERM, wait=10.0) -> list[int | None]:
+    """Stop processes we started: each still running is signalled once, then all are waited for until `wait`
+    seconds after the signal, and one still running then is killed. Signalling every one before waiting for
+    any lets the eight captures or six flow servers of a run end in the time of the slowest, not of all of them
+    in turn (each tcpdump's exit after SIGINT takes a few tenths of a second in a TCG guest). Returns their
+    exit codes."""
+    running = [p for p in procs if p.poll() is None]
+    for p in running:
         try:
             os.killpg(p.pid, sig)
-            return p.wait(timeout=wait)
-        except (ProcessLookupError, subprocess.TimeoutExpired):
+        except ProcessLookupError:
+            pass
+    deadline = time.monotonic() + wait
+    for p in running:
+        try:
+            p.wait(timeout=max(0.0, deadline - time.monotonic()))
+        except subprocess.TimeoutExpired:
             try:
                 os.killpg(p.pid, signal.SIGKILL)
             except ProcessLookupError:
                 pass
-            return p.wait()
-    return p.returncode
-
-
-def stop_many(procs: list[subprocess.Popen], sig=signal.SIGTERM, wait=10.0) -> list[int | None]:
-    """stop() for several processes at once: every one is signalled before any is waited for, so the eight
-    captures or six flow servers of a run end in the time of the slowest, not of all of them in turn (each
-    tcpdump's exit after SIGINT takes a few tenths of a second in a TCG guest). Returns their exit codes."""
-    for p in procs:
-        if p.poll() is None:
-            try:
-                os.killpg(p.pid, sig)
-            except ProcessLookupError:
-                pass
-    return [stop(p, sig, wait) for p in procs]
+            p.wait()
+    return [p.returncode for p in procs]
 
 
 MININET_SHELL = "mininet:"    # a node shell's entry in the pidfile (Mininet names its shells so too)
