@@ -235,7 +235,8 @@ def clean_stale(log, pidfile: PidFile, cgroup_root: Path | None = None, spare: d
     testbed/runner/kept.py). Returns {"processes", "cgroups", "links"} removed."""
     head, procs = pidfile.read()
     spare = spare or {}
-    procs = [p for p in procs if p.get("pid") not in set(spare.get("pids", ()))]
+    spare_pids, spare_links = set(spare.get("pids", ())), set(spare.get("links", ()))
+    procs = [p for p in procs if p.get("pid") not in spare_pids]
     removed = {"processes": stop_recorded(procs, log), "cgroups": [], "links": []}
     if cgroup_root is None:
         try:
@@ -249,7 +250,7 @@ def clean_stale(log, pidfile: PidFile, cgroup_root: Path | None = None, spare: d
             removed["cgroups"].append(n)
             remove_cgroup(cgroup_root / n, log)
     removed["links"] = remove_links([n for n in select_stale_links(ip_links(), head.get("links", []))
-                                     if n not in set(spare.get("links", ()))], log)
+                                     if n not in spare_links], log)
     if any(removed.values()):
         log(f"stale run {head.get('run_id', '(no pidfile)')} cleaned up: " + "; ".join(
             f"{k} {', '.join(v)}" for k, v in removed.items() if v))

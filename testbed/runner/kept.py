@@ -72,10 +72,14 @@ class KeptNode:
 
 @dataclass
 class KeptNet:
-    """The Mininet-shaped view of a kept network the run's steps use: get(name), hosts, switches."""
-    nodes: dict[str, KeptNode]
-    links: list[str]
+    """The Mininet-shaped view of a kept network the run's steps use (get(name), hosts, switches), made from
+    its record, which its stop hands to discard: the holders' recorded start times, not today's, tell them
+    from a later process that took a dead holder's PID."""
+    rec: dict
     switches: list = field(default_factory=list)
+
+    def __post_init__(self):
+        self.nodes = {n: KeptNode(n, h["pid"]) for n, h in self.rec["holders"].items()}
 
     def get(self, name: str) -> KeptNode:
         return self.nodes[name]
@@ -86,8 +90,7 @@ class KeptNet:
 
     def stop(self) -> None:
         """Down for good (discard), as the run's tear-down stops a Mininet network."""
-        discard({"holders": {n.name: {"pid": n.pid, "start": hostguard.proc_start(n.pid)} for n in self.hosts},
-                 "links": self.links}, "the run that adopted it ends without keeping it", lambda msg: None)
+        discard(self.rec, "the run that adopted it ends without keeping it", lambda msg: None)
 
 
 # ---------------------------------------------------------------- holding a network beyond its run
@@ -101,9 +104,15 @@ def hold(net) -> dict:
         p = subprocess.Popen(["mnexec", "-a", str(node.pid), "sleep", "infinity"], start_new_session=True,
                              stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         holders[node.name] = {"pid": p.pid, "start": hostguard.proc_start(p.pid)}
-        if processes.PIDFILE is not None:
-            processes.PIDFILE.add(p.pid, f"{processes.MININET_SHELL}{HOLDER_WHAT}{node.name}")
+        in_pidfile(node.name, p.pid)
     return holders
+
+
+def in_pidfile(name: str, pid: int) -> None:
+    """A holder in the run's pidfile, as a node shell: stopped by the clean-up after a run that dies, spared
+    by a tear-down that keeps the network."""
+    if processes.PIDFILE is not None:
+        processes.PIDFILE.add(pid, f"{processes.MININET_SHELL}{HOLDER_WHAT}{name}")
 
 
 def stop_holders(holders: dict) -> list[str]:
@@ -147,10 +156,9 @@ def claim(spec: dict, reuse: bool, log) -> dict | None:
     it (the record is removed: from now on the network is this run's, its holders in this run's pidfile),
     else None after taking down whatever network was kept."""
     rec = read_record()
-    if rec is None:
-        record_path().unlink(missing_ok=True)
-        return None
     record_path().unlink(missing_ok=True)
+    if rec is None:
+        return None
     why = why_not_adopt(rec, spec, reuse, {l.get("ifname") for l in hostguard.ip_links()})
     if why is None:
         log(f"kept topology of run {rec.get('built_by')} adopted ({rec.get('runs', 1)} run(s) on it so far)")
@@ -209,18 +217,17 @@ def manifest_entry(adopted: dict | None, reuse: bool, spec: dict) -> dict:
     """The manifest's kept_topology: whether this run asked to reuse, and the network it ran on."""
     if adopted:
         return {"reuse": True, "built_by": adopted.get("built_by"), "runs_before": adopted.get("runs", 1)}
-    return {"reuse": reuse, "built_by": spec["run_id"], "runs_before": 0,
-            **({"not_kept": unkeepable(spec)} if reuse and unkeepable(spec) else {})}
+    why = unkeepable(spec) if reuse else None
+    return {"reuse": reuse, "built_by": spec["run_id"], "runs_before": 0, **({"not_kept": why} if why else {})}
 
 
 def adopt(ctx, rec: dict) -> KeptNet:
     """The kept network as this run's ctx.net, its holders in the pidfile, hosts.json written, then made as a
     fresh network would be (module docstring)."""
     from topologies import tc
-    net = KeptNet({n: KeptNode(n, h["pid"]) for n, h in rec["holders"].items()}, list(rec.get("links", [])))
-    if processes.PIDFILE is not None:
-        for n, h in rec["holders"].items():
-            processes.PIDFILE.add(h["pid"], f"{processes.MININET_SHELL}{HOLDER_WHAT}{n}")
+    net = KeptNet(rec)
+    for n, h in rec["holders"].items():
+        in_pidfile(n, h["pid"])
     topomod = network.topology_module(ctx.spec["topology"]["kind"])
     ctx.hostsj = topomod.hosts_json(ctx.spec["topology"])
     (ctx.dir / rundir.HOSTS).write_text(json.dumps(ctx.hostsj, indent=2) + "\n")
@@ -323,7 +330,7 @@ def probe_again(log=print) -> dict:
             log(f"no kept topology on this host to probe ({why})")
             return {}
         topo = json.loads(rec["key"])
-        net = KeptNet({n: KeptNode(n, h["pid"]) for n, h in rec["holders"].items()}, rec.get("links", []))
+        net = KeptNet(rec)
         hostsj = network.topology_module(topo["kind"]).hosts_json(topo)
         tol = next((v["tolerance_ms"] - 0.02 * v["configured"] for k, v in rec["probes"].items() if k.startswith("rtt_")),
                    FIDELITY_DEFAULTS["rtt_tolerance_ms"])

@@ -154,3 +154,18 @@ def test_the_clean_up_of_a_host_takes_the_kept_network_down(lockdir, monkeypatch
     assert kept.take_down(said.append) is True
     assert p.wait(timeout=10) is not None and removed == ["sL"] and not kept.record_path().exists()
     assert kept.take_down(said.append) is False and said[-1] == "no kept topology on this host"
+
+
+def test_an_adopted_network_going_down_stops_its_holders_by_their_recorded_start_only(monkeypatch):
+    """A holder that died and whose PID another process took is not that process: the record's start time
+    says so, and the tear-down leaves the newcomer alone."""
+    monkeypatch.setattr(hostguard, "ip_links", lambda: [])
+    p, h = sleeper()
+    other, h2 = sleeper()
+    try:
+        kept.KeptNet({"holders": {"a1": h, "a2": dict(h2, start="0")}, "links": []}).stop()
+        assert p.wait(timeout=10) is not None
+        assert other.poll() is None
+    finally:
+        other.kill()
+        other.wait()
