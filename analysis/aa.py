@@ -206,8 +206,7 @@ def report_section(results: str) -> str:
     import html
     with open(out / "families.csv") as f:
         fams = list(csv.DictReader(f))
-    head = ["family", "false_when", "parts_judged", "decided", "false_decisions", "rate", "upper95", "claims_judged",
-            "claims_false", "claim_rate", "claim_upper95", "claims"]
+    head = list(fams[0]) if fams else []     # the columns families() makes, in its order
     rows = "".join("<tr>" + "".join(f"<td>{html.escape(r.get(c, ''))}</td>" for c in head) + "</tr>" for r in fams)
     text = (out / "summary.md").read_text().split("\n\n") if (out / "summary.md").exists() else []
     notes = "".join(f"<p>{html.escape(t.strip())}</p>" for t in text if t.strip() and not t.lstrip().startswith("|"))

@@ -274,12 +274,13 @@ VERDICT_COLS = ["claim", "what", "scenario", "paper", "ours", "interval", "metho
                 "status", "realized_load", "steady", "runs", "note"]
 # The interval methods of analysis/R/bootstrap.R, told apart by their method text: what each one estimates
 # and what it does not (docs/statistics.md).
+ONE_SCHEDULE = r"one schedule per load"
 INTERVAL_METHODS = [
     (r"^jackknife over \d+ replications", "jackknife over replications (t, R - 1 degrees of freedom)",
      "carries the variation between schedules"),
     (r"widened to the jackknife", "block bootstrap over flow start time within each schedule, widened to the "
      "jackknife over 2-4 replications where wider", "carries the variation between schedules, with few degrees of freedom"),
-    (r"one schedule per load", "block bootstrap over flow start time within one schedule per load",
+    (ONE_SCHEDULE, "block bootstrap over flow start time within one schedule per load",
      "does <b>not</b> estimate the variation between schedules: another schedule of the same load may give "
      "another value, so such a row is about the schedule run; its coverage is below 95 % (docs/statistics.md)"),
 ]
@@ -298,10 +299,9 @@ def one_schedule_status(v):
     """The verdict's rows as the report shows them: a decided status whose intervals came from one schedule per
     load says so ("holds (one schedule)"), since the decision is about the schedule run, not the load; the
     row keeps its colour (status_class). verdict.csv keeps the plain status."""
-    one = INTERVAL_METHODS[2][0]
     return [dict(r, status_class=r["status"],
                  status=f"{r['status']} (one schedule)" if r["status"] in ("holds", "does not hold")
-                 and re.search(one, r.get("method") or "") else r["status"]) for r in v]
+                 and re.search(ONE_SCHEDULE, r.get("method") or "") else r["status"]) for r in v]
 
 
 def interval_methods(v):
