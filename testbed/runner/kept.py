@@ -34,7 +34,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 from contract import rundir
-from testbed.runner import hostguard, network, processes
+from testbed.runner import hostguard, network, probes, processes
 
 RECORD_NAME = "favorlab-kept-topology.json"
 HOLDER_WHAT = "kept topology holder "       # after processes.MININET_SHELL in a pidfile entry
@@ -270,10 +270,11 @@ def warm_arp(net, hostsj: dict) -> None:
         list(pool.map(one, paths))
 
 
-def reused_probes(rec: dict) -> dict:
-    """The building run's probe checks, each naming that run and when it probed."""
+def reused_probes(rec: dict, fidelity: dict) -> dict:
+    """The building run's probe measurements, judged with this run's own thresholds (`fidelity`), each naming
+    the run that probed and when."""
     return {k: dict(v, probed_by=rec.get("built_by"), probed_utc=rec.get("built_utc"))
-            for k, v in (rec.get("probes") or {}).items()}
+            for k, v in probes.judged(rec.get("probes") or {}, fidelity).items()}
 
 
 def probe_checks(checks: dict) -> dict:
@@ -319,7 +320,6 @@ def probe_again(log=print) -> dict:
     host lock, beside what the building run measured: {check: {"then", "now", "ok_now"}}. After runs have
     swapped their qdiscs on it, the same numbers say that the swaps left the paths and the bottleneck as they
     were (the next run's adoption resets what the probes leave)."""
-    from testbed.runner import probes
     from contract.spec import FIDELITY_DEFAULTS
     lock = hostguard.HostLock()
     lock.acquire("probes of the kept topology", 60, log)

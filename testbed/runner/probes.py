@@ -37,13 +37,31 @@ def probe_rtts(net, hostsj, tolerance_ms: float = FIDELITY_DEFAULTS["rtt_toleran
     paths = hostsj["paths_rtt_ms"] if paths is None else paths
     with ThreadPoolExecutor(max_workers=len(paths) or 1) as pool:
         measured = dict(zip(paths, pool.map(one, paths)))
-    checks = {}
-    for path, conf in paths.items():
-        meas = measured[path]
-        tol = tolerance_ms + 0.02 * conf
-        ok = meas is not None and abs(meas - conf) <= tol
-        checks[f"rtt_{path}_ms"] = {"configured": conf, "measured": meas, "ok": ok, "tolerance_ms": round(tol, 3)}
-    return checks
+    return {f"rtt_{path}_ms": rtt_check(conf, measured[path], tolerance_ms) for path, conf in paths.items()}
+
+
+def rtt_check(configured: float, measured: float | None, tolerance_ms: float) -> dict:
+    """One path's RTT check: within tolerance_ms plus 2 % of the configured RTT."""
+    tol = tolerance_ms + 0.02 * configured
+    return {"configured": configured, "measured": measured, "ok": measured is not None and abs(measured - configured) <= tol,
+            "tolerance_ms": round(tol, 3)}
+
+
+def judged(checks: dict, fidelity: dict) -> dict:
+    """Probe checks measured under another run's thresholds (a kept topology's building run), judged again with
+    this run's `fidelity` section: a run that asks for a tighter RTT or rate than the builder did is not
+    passed on the builder's word."""
+    tol = fidelity.get("rtt_tolerance_ms", FIDELITY_DEFAULTS["rtt_tolerance_ms"])
+    share = fidelity.get("rate_min_share", FIDELITY_DEFAULTS["rate_min_share"])
+    out = {}
+    for k, v in checks.items():
+        if k.startswith("rtt_"):
+            out[k] = dict(v, **rtt_check(v["configured"], v["measured"], tol))
+        elif k == "bottleneck_rate_mbps":
+            out[k] = dict(v, ok=v["measured"] is not None and v["measured"] >= share * v["configured"], min_share=share)
+        else:
+            out[k] = v
+    return out
 
 
 PROBE_OVERLOAD = 2.0   # the rate probe offers this many times the bottleneck rate

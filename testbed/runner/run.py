@@ -117,7 +117,7 @@ class Runner:
     def measure(self):
         ctx, s = self.ctx, self.ctx.spec
         if self.adopted and self.adopted.get("probes"):
-            ctx.checks.update(kept.reused_probes(self.adopted))
+            ctx.checks.update(kept.reused_probes(self.adopted, ctx.spec.get("fidelity", {})))
             ctx.log(f"probes: those of run {self.adopted.get('built_by')}, which built this topology")
         else:
             ctx.phase("probes")

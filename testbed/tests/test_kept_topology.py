@@ -123,10 +123,17 @@ def test_a_run_keeps_its_network_only_when_asked_ended_well_and_probed_well(tmp_
     assert (r.ctx.net is None) is kept_it
 
 
-def test_an_adopted_network_reports_the_probes_of_the_run_that_built_it():
-    rec = {"built_by": "run-1", "built_utc": "T", "probes": {"rtt_a1-b1_ms": {"ok": True, "measured": 1.0}}}
-    assert kept.reused_probes(rec) == {"rtt_a1-b1_ms": {"ok": True, "measured": 1.0, "probed_by": "run-1",
-                                                        "probed_utc": "T"}}
+def test_an_adopted_network_reports_the_probes_of_the_run_that_built_it_judged_by_its_own_thresholds():
+    rtt = {"configured": 4.0, "measured": 5.5, "ok": True, "tolerance_ms": 3.08}
+    rate = {"configured": 10, "measured": 9.3, "ok": True, "min_share": 0.9, "attempts": []}
+    rec = {"built_by": "run-1", "built_utc": "T", "probes": {"rtt_a1-b1_ms": rtt, "bottleneck_rate_mbps": rate}}
+    assert kept.reused_probes(rec, {}) == {
+        "rtt_a1-b1_ms": dict(rtt, probed_by="run-1", probed_utc="T"),
+        "bottleneck_rate_mbps": dict(rate, probed_by="run-1", probed_utc="T")}
+    # a run asking for a tighter RTT or rate than the builder is not passed on the builder's word
+    strict = kept.reused_probes(rec, {"rtt_tolerance_ms": 0, "rate_min_share": 0.95})
+    assert strict["rtt_a1-b1_ms"]["ok"] is False and strict["rtt_a1-b1_ms"]["tolerance_ms"] == 0.08
+    assert strict["bottleneck_rate_mbps"]["ok"] is False and strict["bottleneck_rate_mbps"]["min_share"] == 0.95
     nxt = kept.record(spec(), dict(rec, runs=2, holders={}), {"a1": {}}, {"rtt_a1-b1_ms": {"ok": True, "measured": 9}})
     assert nxt["probes"] == rec["probes"] and nxt["runs"] == 3 and nxt["built_by"] == "run-1"
     assert nxt["links"] == network.root_links(spec())

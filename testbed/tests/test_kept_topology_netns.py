@@ -86,8 +86,11 @@ def test_a_kept_network_serves_the_next_run_from_zero_and_a_run_without_the_opti
     assert again.returncode == 0, again.stdout + again.stderr
     probed = json.loads(again.stdout[again.stdout.index("{"):])["probes"]
     assert len([k for k in probed if k.startswith("rtt_")]) == 9 and all(v["ok_now"] for v in probed.values())
+    # the bottleneck still shapes at its 10 Mb/s after the swaps: the probe passes (at least min_share of it) and
+    # reads no more than 5 % above it. Not "now within 5 % of then": a stall of the host can only lower a
+    # probe (probes.probe_rate), and CI's first probe read 9.14 beside a second one of 9.86.
     rate = probed["bottleneck_rate_mbps"]
-    assert abs(rate["now"] - rate["then"]) <= 0.05 * rate["then"], rate
+    assert rate["ok_now"] and rate["now"] <= 10 * 1.05 and rate["then"] <= 10 * 1.05, rate
     # the third run, without the option: a network of its own, and nothing left after it
     assert m3["kept_topology"] == {"reuse": False, "built_by": "three", "runs_before": 0}
     assert "taken down (this run does not reuse topologies)" in (d3 / "log/runner.log").read_text()
