@@ -2,10 +2,12 @@
 drops, and the packets in them that are not the experiment's."""
 from __future__ import annotations
 
+import os
 import re
 import signal
 import subprocess
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from testbed.runner import processes
@@ -92,8 +94,12 @@ def stop(ctx) -> None:
     # Foreign packets where the bottleneck queue is captured shared it with the experiment: the run is
     # invalid. Elsewhere (a sender's link) they are listed as a warning: they did not reach the queue.
     own = own_addresses(ctx.hostsj)
-    foreign = {name: foreign_packets(ctx.dir / "pcap" / f"{name}.pcap", own)
-               for name in capture_points(ctx.hostsj) if (ctx.dir / "pcap" / f"{name}.pcap").exists()}
+    # one tcpdump -r per capture, as many at once as there are CPUs: the run's traffic is over, and one after
+    # another they were seconds of every run's wall time in a TCG guest
+    pcaps = {name: ctx.dir / "pcap" / f"{name}.pcap" for name in capture_points(ctx.hostsj)}
+    pcaps = {name: p for name, p in pcaps.items() if p.exists()}
+    with ThreadPoolExecutor(max_workers=os.cpu_count() or 1) as pool:
+        foreign = dict(zip(pcaps, pool.map(lambda p: foreign_packets(p, own), pcaps.values())))
     for where, names in (("bottleneck", [k for k in foreign if k.startswith("bneck")]),
                          ("elsewhere", [k for k in foreign if not k.startswith("bneck")])):
         ctx.checks[f"foreign_traffic_{where}"] = {
