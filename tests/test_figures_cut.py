@@ -79,7 +79,9 @@ def cut_config(full: dict, testbed: dict) -> dict:
 def test_figures_config_cut_draws_every_figure(shared_guest, tmp_path):
     require_guest()
     full = yaml.safe_load((REPO / "config" / "figures.yaml").read_text())
-    testbed = {"kind": "local-vm", "vm_name": shared_guest["vm_name"], "keep_running": True}
+    # runs of one topology share its network (testbed/README.md, "A kept topology"): what quick will use, tried
+    # here on every section's topology, the chain's included, and across the interruption below
+    testbed = {"kind": "local-vm", "vm_name": shared_guest["vm_name"], "keep_running": True, "reuse_topology": True}
     cfgfile = tmp_path / f"{NAME}.yaml"
     cfgfile.write_text(yaml.safe_dump(cut_config(full, testbed), sort_keys=False))
     shutil.rmtree(RESULTS, ignore_errors=True)
@@ -190,6 +192,17 @@ def test_figures_config_cut_draws_every_figure(shared_guest, tmp_path):
         for t in json.loads((d / "attempts.json").read_text()):
             assert t["phases_s"][rundir.TRAFFIC_PHASE] > 0 and 0 < t["overhead_s"] < t["wall_s"] + 60, (d.name, t)
     assert "Where an attempt's wall time went" in (RESULTS / "report.html").read_text()
+
+    # a run after one of the same topology adopted its network: reset instead of built, the builder's probes
+    # judged by its own thresholds (the forced attempt above was invalid on a kept network too)
+    manifests = {d.name: json.loads((d / "manifest.json").read_text()) for d in runs}
+    adopted = {n: m for n, m in manifests.items() if m["kept_topology"]["built_by"] != n}
+    print(f"figures cut: {len(adopted)} of {len(runs)} runs on a network an earlier run built")
+    assert len(adopted) >= 2, {n: m["kept_topology"] for n, m in manifests.items()}
+    for n, m in adopted.items():
+        assert "kept topology reset" in m["phases_s"] and "topology up" not in m["phases_s"], (n, m["phases_s"])
+        rate = json.loads((RESULTS / "runs" / n / "fidelity.json").read_text())["checks"]["bottleneck_rate_mbps"]
+        assert rate["probed_by"] == m["kept_topology"]["built_by"], (n, rate)
 
     # the verdict has a row for every claim, and the report says which points took retries
     assert list(verdict) == CLAIM_IDS, list(verdict)
