@@ -47,6 +47,11 @@ def rtt_check(configured: float, measured: float | None, tolerance_ms: float) ->
             "tolerance_ms": round(tol, 3)}
 
 
+def rate_ok(measured: float | None, mbps: float, min_share: float) -> bool:
+    """The rate check: the bottleneck carried at least min_share of its configured rate."""
+    return measured is not None and measured >= min_share * mbps
+
+
 def judged(checks: dict, fidelity: dict) -> dict:
     """Probe checks measured under another run's thresholds (a kept topology's building run), judged again with
     this run's `fidelity` section: a run that asks for a tighter RTT or rate than the builder did is not
@@ -58,7 +63,7 @@ def judged(checks: dict, fidelity: dict) -> dict:
         if k.startswith("rtt_"):
             out[k] = dict(v, **rtt_check(v["configured"], v["measured"], tol))
         elif k == "bottleneck_rate_mbps":
-            out[k] = dict(v, ok=v["measured"] is not None and v["measured"] >= share * v["configured"], min_share=share)
+            out[k] = dict(v, ok=rate_ok(v["measured"], v["configured"], share), min_share=share)
         else:
             out[k] = v
     return out
@@ -128,7 +133,7 @@ def probe_rate(net, hostsj, mbps: float, log, min_share: float = FIDELITY_DEFAUL
         attempts.append({"measured": wire, "lost_percent": lost})
         if wire is not None and (best is None or wire > best):
             best = wire
-        ok = best is not None and best >= min_share * mbps
+        ok = rate_ok(best, mbps, min_share)
         if ok:
             break
     return {"bottleneck_rate_mbps": {"configured": mbps, "measured": best, "ok": ok, "min_share": min_share,
