@@ -17,6 +17,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 import pytest
@@ -26,6 +27,8 @@ from favorlab_testing import CI, unavailable
 REPO = Path(__file__).resolve().parent
 FAVORVM = REPO / "testbed" / "vm" / "favorvm"
 SHARED_VM = "favorlab-test"
+# the tests marked `long` run only when asked (`./favorlab test --long` sets it): docs/testing.md, "Long tests"
+LONG_TESTS = "FAVORLAB_LONG_TESTS"
 
 
 def _no_guest(why: str):
@@ -89,15 +92,69 @@ def _order(item) -> int:
     return 0
 
 
+def _long_skip() -> pytest.MarkDecorator | None:
+    """The skip of a `long` test when they were not asked for, with the reason and the command that runs it."""
+    if os.environ.get(LONG_TESTS, "").strip().lower() in ("1", "true"):
+        return None
+    return pytest.mark.skip(reason="a long test (minutes of real runs or a guest of its own under TCG), left out of "
+                                   "`./favorlab test` so that it and CI fit their time; runs with `./favorlab test "
+                                   "--long` (docs/testing.md, \"Long tests\")")
+
+
 @pytest.hookimpl(trylast=True)
 def pytest_collection_modifyitems(session, config, items):
-    """The tests that need no guest first (in their usual order), then the guest tests; and the shared guest's
-    bring-up started now, in the background, when a guest test will need it."""
+    """The `long` tests skipped unless asked for; the tests that need no guest first (in their usual order), then
+    the guest tests; and the shared guest's bring-up started now, in the background, when a guest test that will
+    run needs it."""
     global _GUEST_UP
+    skip = _long_skip()
+    if skip is not None:
+        for item in items:
+            if item.get_closest_marker("long") is not None:
+                item.add_marker(skip)
     items[:] = sorted(items, key=_order)      # a stable sort: each group keeps its order
-    if any("shared_guest" in i.fixturenames for i in items) and not _guest_prerequisite_missing() \
+    runs = [i for i in items if not any(m.name == "skip" for m in i.iter_markers())]
+    if any("shared_guest" in i.fixturenames for i in runs) and not _guest_prerequisite_missing() \
             and not config.getoption("collectonly"):
         _GUEST_UP = _start_guest_up(background=True)
+
+
+# Under CI, the log says how far the session got (minutes since it began, at each test file) and why a test
+# failed as soon as it fails: a run stopped at CI's time limit prints no summary at its end.
+_SESSION_T0 = time.monotonic()
+_LAST_FILE = None
+
+
+@pytest.hookimpl(tryfirst=True)     # before the terminal reporter writes the file's name
+def pytest_runtest_logstart(nodeid, location):
+    global _LAST_FILE
+    tr = _terminal()
+    if tr is None or location[0] == _LAST_FILE:
+        return
+    _LAST_FILE = location[0]
+    tr.write_line(f"[{(time.monotonic() - _SESSION_T0) / 60:5.1f} min]")
+
+
+def pytest_runtest_logreport(report):
+    tr = _terminal()
+    if tr is not None and report.failed:
+        tail = "\n".join(report.longreprtext.splitlines()[-40:])
+        tr.write_line(f"\nFAILED ({report.when}) {report.nodeid}, at once (CI):\n{tail}")
+
+
+_CONFIG = None
+
+
+def pytest_configure(config):
+    global _CONFIG
+    _CONFIG = config
+
+
+def _terminal():
+    """pytest's terminal reporter under CI=true, else None."""
+    if os.environ.get("CI") != "true" or _CONFIG is None:
+        return None
+    return _CONFIG.pluginmanager.get_plugin("terminalreporter")
 
 
 def pytest_sessionfinish(session, exitstatus):
