@@ -1,27 +1,26 @@
-"""CI's cut of config/figures.yaml: the sections of the small every-figure config that the dumbbell draws, made
-on the suites' guest with the fewest and shortest runs that still give each figure its data, through the whole
-pipeline.
+"""The whole pipeline on the suites' guest, from config/figures.yaml cut down, in two sizes.
 
-`./favorlab figures` itself takes over two hours on this kind of machine (its header); CI cannot. The cut
-keeps every dumbbell section and every axis they vary (bottleneck, buffer, size distribution, IW) and shrinks
-what only adds samples: one or two loads, two values of a swept axis, 20 s of Table 1 traffic. Two sections
-are left out (OMITTED): the persistent flows and the chain. Their runs carry 50 iperf3 streams, whose CPU in a
-TCG guest is near the cpu_busy limit: on a machine a third slower than CI's, each came back invalid three
-times in a row, about 15 minutes of a 90-minute budget for no figure. Their runs are tested in the guest by
-testbed/tests/test_runner_guest.py (persistent flows, the chain end to end), and their figures and claims from
-tables by analysis/tests/test_r.py; `./favorlab figures` draws them from real runs.
+CI's pipeline run (`./favorlab test`): table1 at one load, a DropTail and a FaQ run on one schedule. It is the test
+of what a user relies on when a pipeline is cut short or a run comes back invalid: it is interrupted as soon as
+its first run directory is complete, nothing half-done is visible, and the resumed pipeline does not redo the
+finished run; the FaQ run's first attempt is made invalid on purpose (tests/test_pipeline.py) and must be redone,
+both attempts kept, the last used by the tables. Its runs keep their networks between runs (testbed
+reuse_topology), so an attempt after one of the same topology adopts it. Tables, verdict and report follow.
 
-What a user of `./favorlab figures` relies on, checked here on real runs: every figure of the kept sections
-is in the report's figure index and drawn, the claims only those sections decide (C16, C18) are decided from
-them (holds, does not hold or insufficient data, never "not run"), and a run the TCG guest cannot carry (the
-100 Mb/s bottleneck) is kept out of the figures with its measured reason instead of failing the pipeline.
-
-The same pipeline run is the test of what a user relies on when a pipeline is cut short or a run comes back
-invalid: it is interrupted as soon as its first run directory is complete, nothing half-done is visible,
-and the resumed pipeline does not redo the finished run; one FaQ run's first attempt is made invalid on
-purpose (tests/test_pipeline.py) and must be redone, both attempts kept, the last used by the tables. Its
-runs keep their networks between runs (testbed reuse_topology), so a run after one of the same topology
-adopts it.
+The figures cut (a long test: `./favorlab test --long`, about 20-25 minutes in a TCG guest, more than CI's budget
+leaves beside the other suites): the same checks, and the sections of the small every-figure config that the
+dumbbell draws, with the fewest and shortest runs that still give each figure its data. `./favorlab figures`
+itself takes over two hours on this kind of machine (its header). The cut keeps every dumbbell section and every
+axis they vary (bottleneck, buffer, size distribution, IW) and shrinks what only adds samples: one or two loads,
+two values of a swept axis, 20 s of Table 1 traffic. Two sections are left out (OMITTED): the persistent flows
+and the chain. Their runs carry 50 iperf3 streams, whose CPU in a TCG guest is near the cpu_busy limit: on a
+machine a third slower than CI's, each came back invalid three times in a row. Their runs are tested in the
+guest by testbed/tests/test_runner_guest.py (persistent flows, the chain end to end), and their figures and
+claims from tables by analysis/tests/test_r.py; `./favorlab figures` draws them from real runs. What a user of
+`./favorlab figures` relies on, checked there on real runs: every figure of the kept sections is in the report's
+figure index and drawn, the claims only those sections decide (C16, C18) are decided from them (holds, does not
+hold or insufficient data, never "not run"), and a run the TCG guest cannot carry (the 100 Mb/s bottleneck) is
+kept out of the figures with its measured reason instead of failing the pipeline.
 """
 import copy
 import csv
@@ -44,9 +43,6 @@ from orchestrate.config import read_config
 from tests.test_pipeline import require_guest, snakemake
 
 REPO = Path(__file__).resolve().parents[1]
-NAME = "figures-ci"
-RESULTS = REPO / "results" / NAME
-
 # Per section of config/figures.yaml, what the cut changes. Loads are 0.25 wherever a section may choose, so
 # that its DropTail and FaQ runs at buffer 8, IW 2 and mean 30 are table1's (made once, counted by both).
 CUT = {
@@ -65,18 +61,19 @@ OMITTED = {"persistent": ["C8"], "chain": ["C17"]}
 SHORT = {"duration_s": 20, "warmup_s": 4, "drain_s": 10}
 
 
-def cut_config(full: dict, testbed: dict) -> dict:
+def cut_config(full: dict, testbed: dict, name: str = "figures-ci", cut: dict = CUT) -> dict:
+    """config/figures.yaml cut down: only the sections in `cut`, each changed as `cut` says, short runs."""
     cfg = copy.deepcopy(full)
-    cfg.update(name=NAME, testbed=testbed, **SHORT)
+    cfg.update(name=name, testbed=testbed, **SHORT)
     missing = [s["name"] for s in cfg["sections"] if s["name"] not in CUT and s["name"] not in OMITTED]
     assert not missing, (f"config/figures.yaml has sections {missing} this cut does not know: add each to CUT in "
                          f"{Path(__file__).name} so that CI makes it")
-    cfg["sections"] = [sec for sec in cfg["sections"] if sec["name"] not in OMITTED]
+    cfg["sections"] = [sec for sec in cfg["sections"] if sec["name"] in cut]
     # two attempts, not three: the forced-invalid run needs its second; a run the guest cannot carry (100 Mb/s)
     # costs one attempt less
     cfg["attempts"] = 2
     for sec in cfg["sections"]:
-        change = dict(CUT[sec["name"]])
+        change = dict(cut[sec["name"]])
         if "keep" in change:
             axis, n = change.pop("keep")
             sec[axis] = sec[axis][:n]
@@ -84,21 +81,28 @@ def cut_config(full: dict, testbed: dict) -> dict:
     return cfg
 
 
-@pytest.mark.guest
-@pytest.mark.slow
-def test_figures_config_cut_draws_every_figure(shared_guest, tmp_path):
+# CI's own pipeline run (`./favorlab test`): table1 at one load, its DropTail and FaQ runs on one schedule. It tests
+# the pipeline's mechanics on the guest: interrupted and resumed, a forced-invalid attempt redone, networks kept
+# between runs, tables, verdict and report. The figures of every section need the whole cut, a long test.
+SMOKE = {"table1": {"loads": [0.25]}}
+
+
+def _pipeline(shared_guest, tmp_path, name: str, cut: dict) -> tuple[Path, Path, str]:
+    """The cut `cut` of config/figures.yaml through the pipeline on the shared guest, interrupted as soon as its
+    first run is complete and resumed; returns its results folder, its config file and when it was interrupted."""
     require_guest()
     full = yaml.safe_load((REPO / "config" / "figures.yaml").read_text())
     # runs of one topology share its network (testbed/README.md, "A kept topology"), across the interruption below
     testbed = {"kind": "local-vm", "vm_name": shared_guest["vm_name"], "keep_running": True, "reuse_topology": True}
-    cfgfile = tmp_path / f"{NAME}.yaml"
-    cfgfile.write_text(yaml.safe_dump(cut_config(full, testbed), sort_keys=False))
-    shutil.rmtree(RESULTS, ignore_errors=True)
+    cfgfile = tmp_path / f"{name}.yaml"
+    cfgfile.write_text(yaml.safe_dump(cut_config(full, testbed, name, cut), sort_keys=False))
+    results = REPO / "results" / name
+    shutil.rmtree(results, ignore_errors=True)
 
     # the run whose first attempt is made invalid: table1's FaQ run at load 0.25
     forced = next(r.run_id for r in matrix.runs(read_config(cfgfile))
                   if r.section == "table1" and r.aqm == "favor" and r.load == 0.25)
-    runs_dir = RESULTS / "runs"
+    runs_dir = results / "runs"
 
     # 1. start, and interrupt as soon as the first run is complete and recorded by Snakemake
     t0 = time.monotonic()
@@ -128,13 +132,13 @@ def test_figures_config_cut_draws_every_figure(shared_guest, tmp_path):
         p.wait()
     stamp = (first / "DONE").stat()
     manifest = json.loads((first / "manifest.json").read_text())
-    up_log = RESULTS / "logs" / "testbeds" / f"up-{shared_guest['vm_name']}.log"
+    up_log = results / "logs" / "testbeds" / f"up-{shared_guest['vm_name']}.log"
     assert "already provisioned with this code" in up_log.read_text(), up_log.read_text()[-3000:]
     # nothing half-done is counted: every run directory without .partial is complete
     for d in runs_dir.glob("*"):
         if not d.name.endswith(".partial"):
             assert (d / "DONE").exists(), f"{d} is visible but incomplete"
-    assert not (RESULTS / "report.html").exists()
+    assert not (results / "report.html").exists()
 
     # 2. resume: finishes, and the first run is not redone
     log = tmp_path / "second.log"
@@ -145,28 +149,15 @@ def test_figures_config_cut_draws_every_figure(shared_guest, tmp_path):
     assert (first / "DONE").stat().st_mtime_ns == stamp.st_mtime_ns
     assert json.loads((first / "manifest.json").read_text()) == manifest
 
-    runs = [d for d in (RESULTS / "runs").iterdir() if d.is_dir()]
-    with open(RESULTS / "figures" / "index.csv", newline="") as f:
-        index = {r["figure"]: r for r in csv.DictReader(f)}
-    with open(RESULTS / "verdict.csv", newline="") as f:
-        verdict = {r["claim"]: r for r in csv.DictReader(f)}
-    print(f"figures cut: {len(runs)} runs, pipeline {wall / 60:.1f} min")
+    print(f"{name}: pipeline {wall / 60:.1f} min")
+    return results, cfgfile, interrupted_utc
 
-    # every figure of the paper (analysis/figures.yaml: the ids with a number), each some section's: in the
-    # index, drawn, its image written
-    figs = yaml.safe_load((REPO / "analysis" / "figures.yaml").read_text())
-    paper_figs = [f for f, v in figs.items() if "number" in v]
-    assert {fig for s in full["sections"] for fig in s["figures"]} == set(paper_figs), paper_figs
-    left_out = {f for s in full["sections"] if s["name"] in OMITTED for f in s["figures"]} - \
-        {f for s in full["sections"] if s["name"] not in OMITTED for f in s["figures"]}
-    paper_figs = [f for f in paper_figs if f not in left_out]
-    not_drawn = {f: index.get(f, {}).get("detail", "missing from index.csv") for f in paper_figs
-                 if index.get(f, {}).get("status") != "drawn"}
-    assert not not_drawn, not_drawn
-    images = {p.name for p in (RESULTS / "figures").iterdir()}
-    for fig in paper_figs:
-        assert any(n.startswith(f"{fig}.") or n.startswith(f"{fig}-") for n in images if n.endswith(".png")), fig
 
+def _check_runs(results: Path, cfgfile: Path, interrupted_utc: str) -> list[Path]:
+    """What every pipeline run on the guest must give: each run directory complete, table1's two AQMs on one
+    schedule, the forced-invalid attempt redone, each attempt's phases, kept networks adopted, a verdict row
+    for every claim and the report. Returns the run directories."""
+    runs = [d for d in (results / "runs").iterdir() if d.is_dir()]
     # the run-directory contract, for every run
     for d in runs:
         assert not d.name.endswith(".partial")
@@ -175,12 +166,12 @@ def test_figures_config_cut_draws_every_figure(shared_guest, tmp_path):
         assert (d / "pcap" / "bneck-in.pcap").stat().st_size > 24, f"{d.name}: bneck-in.pcap empty"
         fid = json.loads((d / "fidelity.json").read_text())
         assert isinstance(fid["valid"], bool) and "checks" in fid
-        flows = RESULTS / "tables" / d.name / "flows.csv"
+        flows = results / "tables" / d.name / "flows.csv"
         assert flows.is_file() and len(flows.read_text().splitlines()) > 2, d.name
     # table1's two AQMs replayed the same schedule; the FaQ run ran sch_favor at the bottleneck, traced
     table1 = {r.aqm: r.run_id for r in matrix.runs(read_config(cfgfile))
               if r.section == "table1" and r.load == 0.25}
-    dt, faq = (RESULTS / "runs" / table1["droptail"]), (RESULTS / "runs" / table1["favor"])
+    dt, faq = (results / "runs" / table1["droptail"]), (results / "runs" / table1["favor"])
     assert (dt / "schedule.csv").read_bytes() == (faq / "schedule.csv").read_bytes()
     favor_manifest = json.loads((faq / "manifest.json").read_text())
     assert favor_manifest["sch_favor"] and favor_manifest["module_version"].startswith("sch_favor "), \
@@ -197,14 +188,14 @@ def test_figures_config_cut_draws_every_figure(shared_guest, tmp_path):
     assert first_try["fidelity"]["rtt_tolerance_ms"] == 0 and (faq / "attempts" / "1" / "pcap" / "bneck-in.pcap").exists()
     assert json.loads((faq / "run.json").read_text())["fidelity"]["rtt_tolerance_ms"] == 3
     assert tries[-1]["valid"] == json.loads((faq / "fidelity.json").read_text())["valid"]
-    with open(RESULTS / "tables" / faq.name / "run.csv", newline="") as f:
+    with open(results / "tables" / faq.name / "run.csv", newline="") as f:
         assert next(csv.DictReader(f))["valid"] == str(int(tries[-1]["valid"]))    # the tables use the last
 
     # every attempt says where its wall time went (attempts.json), and the report gives the medians per phase
     for d in runs:
         for t in json.loads((d / "attempts.json").read_text()):
             assert t["phases_s"][rundir.TRAFFIC_PHASE] > 0 and 0 < t["overhead_s"] < t["wall_s"] + 60, (d.name, t)
-    assert "Where an attempt's wall time went" in (RESULTS / "report.html").read_text()
+    assert "Where an attempt's wall time went" in (results / "report.html").read_text()
 
     # every attempt that followed, on the guest, one of the same topology which parked its network adopted it:
     # reset instead of built, the builder's probes judged by its own thresholds (the forced attempt above was
@@ -224,14 +215,55 @@ def test_figures_config_cut_draws_every_figure(shared_guest, tmp_path):
             assert "kept topology reset" in m1["phases_s"] and "topology up" not in m1["phases_s"], (n1, m1["phases_s"])
             rate = json.loads((n1 / "fidelity.json").read_text())["checks"]["bottleneck_rate_mbps"]
             assert rate["probed_by"] == m1["kept_topology"]["built_by"], (n1, rate)
-    print(f"figures cut: {len(judged)} of {len(tries)} attempts on a network an earlier one kept")
+    print(f"{results.name}: {len(judged)} of {len(tries)} attempts on a network an earlier one kept")
     assert judged, [(t, str(n), m["kept_topology"]) for t, n, m, _ in tries]
 
     # the verdict has a row for every claim, and the report says which points took retries
+    with open(results / "verdict.csv", newline="") as f:
+        verdict = {r["claim"]: r for r in csv.DictReader(f)}
     assert list(verdict) == CLAIM_IDS, list(verdict)
-    report = (RESULTS / "report.html").read_text()
-    assert (RESULTS / "report.html").stat().st_size > 10_000
+    report = (results / "report.html").read_text()
+    assert (results / "report.html").stat().st_size > 10_000
     assert "verdict.csv missing" not in report and "C11" in report and "after retries" in report
+
+    return runs
+
+
+@pytest.mark.guest
+@pytest.mark.slow
+def test_pipeline_interrupted_resumed_and_retried_on_kept_networks(shared_guest, tmp_path):
+    results, cfgfile, interrupted_utc = _pipeline(shared_guest, tmp_path, "pipeline-ci", SMOKE)
+    runs = _check_runs(results, cfgfile, interrupted_utc)
+    assert len(runs) == 2, [d.name for d in runs]
+
+
+@pytest.mark.guest
+@pytest.mark.slow
+@pytest.mark.long
+def test_figures_config_cut_draws_every_figure(shared_guest, tmp_path):
+    results, cfgfile, interrupted_utc = _pipeline(shared_guest, tmp_path, "figures-ci", CUT)
+    runs = _check_runs(results, cfgfile, interrupted_utc)
+    full = yaml.safe_load((REPO / "config" / "figures.yaml").read_text())
+    with open(results / "figures" / "index.csv", newline="") as f:
+        index = {r["figure"]: r for r in csv.DictReader(f)}
+    with open(results / "verdict.csv", newline="") as f:
+        verdict = {r["claim"]: r for r in csv.DictReader(f)}
+    print(f"figures cut: {len(runs)} runs")
+
+    # every figure of the paper (analysis/figures.yaml: the ids with a number), each some section's: in the
+    # index, drawn, its image written
+    figs = yaml.safe_load((REPO / "analysis" / "figures.yaml").read_text())
+    paper_figs = [f for f, v in figs.items() if "number" in v]
+    assert {fig for s in full["sections"] for fig in s["figures"]} == set(paper_figs), paper_figs
+    left_out = {f for s in full["sections"] if s["name"] in OMITTED for f in s["figures"]} - \
+        {f for s in full["sections"] if s["name"] not in OMITTED for f in s["figures"]}
+    paper_figs = [f for f in paper_figs if f not in left_out]
+    not_drawn = {f: index.get(f, {}).get("detail", "missing from index.csv") for f in paper_figs
+                 if index.get(f, {}).get("status") != "drawn"}
+    assert not not_drawn, not_drawn
+    images = {p.name for p in (results / "figures").iterdir()}
+    for fig in paper_figs:
+        assert any(n.startswith(f"{fig}.") or n.startswith(f"{fig}-") for n in images if n.endswith(".png")), fig
 
     # the claims only these sections decide: decided from their runs, whichever way
     for claim in ("C16", "C18"):
@@ -242,7 +274,7 @@ def test_figures_config_cut_draws_every_figure(shared_guest, tmp_path):
     # the 100 Mb/s run: valid (a guest that keeps up), or kept out with the check that failed it, in the report
     fast = [d for d in runs if "-100M-" in d.name]
     assert len(fast) == 1, [d.name for d in runs]
-    with open(RESULTS / "tables" / fast[0].name / "run.csv", newline="") as f:
+    with open(results / "tables" / fast[0].name / "run.csv", newline="") as f:
         valid = next(csv.DictReader(f))["valid"]
     if valid == "0":
-        assert fast[0].name in (RESULTS / "report.html").read_text()
+        assert fast[0].name in (results / "report.html").read_text()

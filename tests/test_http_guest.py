@@ -31,6 +31,7 @@ def rows(path: Path) -> list[dict]:
 
 @pytest.mark.guest
 @pytest.mark.slow
+@pytest.mark.long
 def test_http_workload_reaches_tables_figure_and_report(shared_guest, tmp_path):
     require_guest()
     cfg = yaml.safe_load((REPO / "config" / "smoke.yaml").read_text())

@@ -36,6 +36,7 @@ def alive(pid: int) -> bool:
 
 @pytest.mark.guest
 @pytest.mark.slow
+@pytest.mark.long
 def test_a_virtual_clock_guest_runs_in_virtual_time_and_leaves_nothing():
     if not shutil.which("qemu-system-x86_64") or not shutil.which("debootstrap"):
         unavailable("qemu-system-x86_64 or debootstrap is missing (./favorlab test installs them)")
