@@ -18,6 +18,7 @@ from pathlib import Path
 import pytest
 
 from contract import qdiscs
+from orchestrate import remote
 from qdisc.tests.test_core import Model
 from testbed.runner.hoststate import KernelLog
 
@@ -45,10 +46,15 @@ def console_tail(n=3000):
 
 
 class Guest:
+    """Commands in the guest, every one over one shared SSH connection (orchestrate.remote.Ssh, as the runs
+    reach it): a connection of their own each would cost a key exchange, slow in a TCG guest's sshd, for each
+    of the suite's hundreds of commands."""
+    def __init__(self):
+        self.ssh = remote.Ssh(**remote.vm_target(VM))
+
     def run(self, cmd, check=True, timeout=300):
         try:
-            p = subprocess.run([str(FAVORVM), "ssh", "--name", VM, cmd], capture_output=True, text=True,
-                               timeout=timeout)
+            p = self.ssh.capture(cmd, timeout=timeout)
         except subprocess.TimeoutExpired:
             raise AssertionError(f"guest: {cmd}\nno answer within {timeout} s\n{console_tail()}") from None
         if check and p.returncode:
