@@ -141,7 +141,8 @@ class Runner:
         traffic.start_servers(ctx)
         ctx.phase("clients' start lead")
         sampler = cpu.CpuSampler()
-        t0 = time.time() + traffic.start_lead(ctx)
+        lead = traffic.start_lead(ctx)     # times a client's start-up first: t0 counts from its end
+        t0 = time.time() + lead
         stop_at = t0 + s["duration_s"] + s["drain_s"]
         ctx.manifest["t0_unix"] = t0
         if ctx.is_chain():
