@@ -2,6 +2,7 @@
 and the chain's cross traffic (one flow per cross path, started before t0 so the hops' queues are loaded)."""
 from __future__ import annotations
 
+import shlex
 import subprocess
 import time
 from pathlib import Path
@@ -77,8 +78,13 @@ def start_iperf3_groups(ctx, groups: list, origin: float, out: Path, tag: str) -
     time.sleep(0.5)
     for g in groups:
         wait = max(0.0, origin + g.start_s - time.time())
+        # the shell writes when its sleep ended (bash's $EPOCHREALTIME: no process to start for it), so the
+        # launch the runner scheduled is told apart from iperf3's own exec and start-up, which in a busy TCG
+        # guest take seconds
+        woke = out / f"{tag}-{g.src}-{g.dst}.launched"
         ctx.procs[f"{tag}c-{g.src}-{g.dst}"] = processes.popen(
-            ["sh", "-c", f'sleep {wait:.3f} && exec "$@"', "sh", *g.client], ctx.net.get(g.src),
+            ["bash", "-c", f'sleep {wait:.3f} && echo "$EPOCHREALTIME" > {shlex.quote(str(woke))} && exec "$@"',
+             "bash", *g.client], ctx.net.get(g.src),
             cgroup=ctx.cgroup_path(), stdout=(out / f"iperf3-{g.src}-{g.dst}.json").open("w"),
             stderr=(ctx.dir / "log" / f"iperf3-{g.src}-{g.dst}.err").open("w"))
 

@@ -322,10 +322,13 @@ def test_cross_traffic_is_one_iperf3_flow_per_cross_flow_from_before_t0(tmp_path
     assert all(g["duration_s"] == total for g in plan["groups"])
     assert sorted(g["port"] for g in plan["groups"] if g["dst"] == "x1r") == [5201, 5202, 5203]
     servers = [(a, n) for a, n in started if a[:2] == ["iperf3", "-s"]]
-    clients = [(a, n) for a, n in started if a[0] == "sh"]
+    clients = [(a, n) for a, n in started if a[0] == "bash"]
     assert {n for _, n in servers} == {"x1r", "x2r"} and {n for _, n in clients} == {c[0] for c in pairs}
     wait = float(clients[0][0][2].split()[1])
     assert 8.5 <= wait <= 10.0, wait          # t0 - 10 s, t0 being 20 s away
+    # each shell writes when its sleep ended, in the run's cross/ folder, before iperf3 starts
+    assert all(f'> {tmp_path / "cross" / f"cross-{n}-"}' in a[2] and a[2].index("EPOCHREALTIME") < a[2].index("exec")
+               for a, n in clients), clients[0][0]
     for g in plan["groups"]:
         (tmp_path / "cross" / f"iperf3-{g['src']}-{g['dst']}.json").write_text(json.dumps(
             {"end": {"streams": [{"sender": {"bytes": 1000, "seconds": total, "bits_per_second": 1e6}}]}}))
