@@ -89,6 +89,7 @@ def jump(shared_guest, tmp_path):
 
 @pytest.mark.guest
 @pytest.mark.slow
+@pytest.mark.long
 def test_smoke_run_as_a_sudo_user_through_a_jump_host(jump, shared_guest, tmp_path):
     inv, st = jump
     cfg = yaml.safe_load((REPO / "config" / "smoke.yaml").read_text())

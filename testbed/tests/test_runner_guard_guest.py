@@ -234,6 +234,7 @@ def test_a_killed_controller_and_a_killed_runner_leave_the_host_ready_for_the_ne
 
 @pytest.mark.guest
 @pytest.mark.slow
+@pytest.mark.long
 def test_a_second_controller_waits_for_the_host_and_runs_after(guest_vm, tmp_path):
     """Two controllers on one host: the second's runner waits for the lock, says whose (the first's runner
     PID and run id), and builds its network only after the first tore its own down; both runs complete."""
