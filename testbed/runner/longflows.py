@@ -77,16 +77,25 @@ def start_iperf3_groups(ctx, groups: list, origin: float, out: Path, tag: str) -
             stdout=(ctx.dir / "log" / f"iperf3-server-{g.dst}-{g.port}.json").open("w"), stderr=subprocess.STDOUT)
     time.sleep(0.5)
     for g in groups:
-        wait = max(0.0, origin + g.start_s - time.time())
-        # the shell writes when its sleep ended (bash's $EPOCHREALTIME: no process to start for it), so the
-        # launch the runner scheduled is told apart from iperf3's own exec and start-up, which in a busy TCG
-        # guest take seconds
         woke = out / f"{tag}-{g.src}-{g.dst}.launched"
         ctx.procs[f"{tag}c-{g.src}-{g.dst}"] = processes.popen(
-            ["bash", "-c", f'sleep {wait:.3f} && echo "$EPOCHREALTIME" > {shlex.quote(str(woke))} && exec "$@"',
-             "bash", *g.client], ctx.net.get(g.src),
+            ["bash", "-c", launch_at(origin + g.start_s, woke), "bash", *g.client], ctx.net.get(g.src),
             cgroup=ctx.cgroup_path(), stdout=(out / f"iperf3-{g.src}-{g.dst}.json").open("w"),
             stderr=(ctx.dir / "log" / f"iperf3-{g.src}-{g.dst}.err").open("w"))
+
+
+def launch_at(when: float, woke: Path) -> str:
+    """A bash script that execs its arguments at the clock time `when`, and writes to `woke` when its sleep ended.
+
+    The sleep is worked out in the shell, from its own clock reading, not by the runner beforehand: the chain that
+    starts it (a shell into the cgroup, mnexec into the namespace, bash) took 3.5 s in a busy TCG guest, which a
+    sleep computed beforehand would add to the launch. bash's $EPOCHREALTIME and arithmetic start no process;
+    the stamp tells the launch the runner scheduled from iperf3's own exec and start-up, the guest's speed.
+    """
+    when_us = round(when * 1e6)
+    return (f'n=${{EPOCHREALTIME/[.,]/}}; d=$(( {when_us} - n )); '
+            f'if [ "$d" -gt 0 ]; then printf -v s "%d.%06d" $(( d / 1000000 )) $(( d % 1000000 )); sleep "$s"; fi; '
+            f'echo "${{EPOCHREALTIME/,/.}}" > {shlex.quote(str(woke))} && exec "$@"')
 
 
 def stop_iperf3_groups(ctx, groups: list, stop_at: float, out: Path, tag: str, n: int) -> dict:

@@ -324,17 +324,33 @@ def test_cross_traffic_is_one_iperf3_flow_per_cross_flow_from_before_t0(tmp_path
     servers = [(a, n) for a, n in started if a[:2] == ["iperf3", "-s"]]
     clients = [(a, n) for a, n in started if a[0] == "bash"]
     assert {n for _, n in servers} == {"x1r", "x2r"} and {n for _, n in clients} == {c[0] for c in pairs}
-    wait = float(clients[0][0][2].split()[1])
-    assert 8.5 <= wait <= 10.0, wait          # t0 - 10 s, t0 being 20 s away
-    # each shell writes when its sleep ended, in the run's cross/ folder, before iperf3 starts
-    assert all(f'> {tmp_path / "cross" / f"cross-{n}-"}' in a[2] and a[2].index("EPOCHREALTIME") < a[2].index("exec")
-               for a, n in clients), clients[0][0]
+    # each shell starts its client at t0 - 10 s by its own clock (a sleep the runner computed beforehand would add
+    # the shell's start-up to it), and writes when its sleep ended, in the run's cross/ folder
+    scripts = sorted(longflows.launch_at(t0 - 10, tmp_path / "cross" / f"cross-{src}-{dst}.launched") for src, dst in pairs)
+    assert sorted(a[2] for a, _ in clients) == scripts
+    argvs = sorted(["bash", *g["client"]] for g in plan["groups"])
+    assert sorted(a[3:] for a, _ in clients) == argvs
     for g in plan["groups"]:
         (tmp_path / "cross" / f"iperf3-{g['src']}-{g['dst']}.json").write_text(json.dumps(
             {"end": {"streams": [{"sender": {"bytes": 1000, "seconds": total, "bits_per_second": 1e6}}]}}))
     longflows.stop_cross(r, t0 + 1)
     assert r.checks["cross_flows"] == {"configured": 6, "measured": 6, "ok": True}
     assert persistent.IPERF3_PORT_BASE == 5201
+
+
+def test_a_launch_waits_in_the_shell_for_its_clock_time_and_stamps_the_wake(tmp_path):
+    """launch_at's script: run by bash, its command starts at the given clock time (not before, and not later by
+    the shell's own start-up), writes that time, and passes the arguments on; a time already past starts at once."""
+    woke = tmp_path / "woke"
+    out = tmp_path / "out"
+    when = time.time() + 0.6
+    subprocess.run(["bash", "-c", longflows.launch_at(when, woke), "bash", "sh", "-c", f"date +%s.%N > {out}"],
+                   check=True, timeout=10)
+    assert when <= float(woke.read_text()) <= when + 0.2 and float(woke.read_text()) <= float(out.read_text())
+    past = time.time() - 5
+    t = time.time()
+    subprocess.run(["bash", "-c", longflows.launch_at(past, woke), "bash", "true"], check=True, timeout=10)
+    assert time.time() - t < 0.5 and float(woke.read_text()) >= t
 
 
 def test_the_run_times_its_phases_one_after_another(tmp_path):
