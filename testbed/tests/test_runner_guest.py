@@ -254,7 +254,11 @@ def test_chain_run_end_to_end(guest, tmp_path):
     print(json.dumps({k: v.get("measured") for k, v in checks.items() if k not in ("tcp_applied",)}, default=str))
     rtt = checks["rtt_us-ur_ms"]["measured"]
     print(f"reference path idle RTT: {rtt} ms (configured 110)")
-    assert abs(rtt - 110) < 5
+    # The delays are the topology's (topologies/tests/test_chain.py reads them from its tc commands). Measured,
+    # the idle RTT is never below them, and within 5 ms of them unless the run's own RTT check failed the run: a
+    # starved TCG guest delays every ping (120.4 ms once, in CI on a slow host), and such a run is no result.
+    assert rtt >= 110 - 0.5, rtt
+    assert abs(rtt - 110) < 5 or (not checks["rtt_us-ur_ms"]["ok"] and fid["valid"] is False), (rtt, fid)
     rate = checks["bottleneck_rate_mbps"]["measured"]
     print(f"hop rate (x1s1 -> x1r): {rate:.2f} Mb/s")
     assert abs(rate - 10) <= 1.0
