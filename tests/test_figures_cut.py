@@ -1,6 +1,6 @@
 """The whole pipeline on the suites' guest, from config/figures.yaml cut down, in two sizes.
 
-CI's pipeline run (`./favorlab test`): table1 at one load, a DropTail and a FaQ run on one schedule. It is the test
+CI's pipeline run (`./favorlab test`): table1 at two light loads, a DropTail and a FaQ run on each load's schedule. It is the test
 of what a user relies on when a pipeline is cut short or a run comes back invalid: it is interrupted as soon as
 its first run directory is complete, nothing half-done is visible, and the resumed pipeline does not redo the
 finished run; the FaQ run's first attempt is made invalid on purpose (tests/test_pipeline.py) and must be redone,
@@ -81,10 +81,12 @@ def cut_config(full: dict, testbed: dict, name: str = "figures-ci", cut: dict = 
     return cfg
 
 
-# CI's own pipeline run (`./favorlab test`): table1 at one load, its DropTail and FaQ runs on one schedule. It tests
-# the pipeline's mechanics on the guest: interrupted and resumed, a forced-invalid attempt redone, networks kept
-# between runs, tables, verdict and report. The figures of every section need the whole cut, a long test.
-SMOKE = {"table1": {"loads": [0.25]}}
+# CI's own pipeline run (`./favorlab test`): table1 at two light loads, DropTail and FaQ on each load's schedule. It
+# tests the pipeline's mechanics on the guest: interrupted and resumed, a forced-invalid attempt redone, networks
+# kept between runs, tables, verdict and report. Two runs are too few: the interruption kills the second run's
+# adoption, and the forced attempt fails its probes, so it parks no network for its retry. The figures of every
+# section need the whole cut, a long test.
+SMOKE = {"table1": {"loads": [0.25, 0.45]}}
 
 
 def _pipeline(shared_guest, tmp_path, name: str, cut: dict) -> tuple[Path, Path, str]:
@@ -234,7 +236,7 @@ def _check_runs(results: Path, cfgfile: Path, interrupted_utc: str) -> list[Path
 def test_pipeline_interrupted_resumed_and_retried_on_kept_networks(shared_guest, tmp_path):
     results, cfgfile, interrupted_utc = _pipeline(shared_guest, tmp_path, "pipeline-ci", SMOKE)
     runs = _check_runs(results, cfgfile, interrupted_utc)
-    assert len(runs) == 2, [d.name for d in runs]
+    assert len(runs) == 4, [d.name for d in runs]
 
 
 @pytest.mark.guest
