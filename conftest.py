@@ -22,7 +22,7 @@ from pathlib import Path
 
 import pytest
 
-from favorlab_testing import CI, unavailable
+from favorlab_testing import CI, required, unavailable
 
 REPO = Path(__file__).resolve().parent
 FAVORVM = REPO / "testbed" / "vm" / "favorvm"
@@ -94,7 +94,7 @@ def _order(item) -> int:
 
 def _long_skip() -> pytest.MarkDecorator | None:
     """The skip of a `long` test when they were not asked for, with the reason and the command that runs it."""
-    if os.environ.get(LONG_TESTS, "").strip().lower() in ("1", "true"):
+    if required((LONG_TESTS,)):
         return None
     return pytest.mark.skip(reason="a long test (minutes of real runs or a guest of its own under TCG), left out of "
                                    "`./favorlab test` so that it and CI fit their time; runs with `./favorlab test "

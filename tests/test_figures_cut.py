@@ -155,10 +155,10 @@ def _pipeline(shared_guest, tmp_path, name: str, cut: dict) -> tuple[Path, Path,
     return results, cfgfile, interrupted_utc
 
 
-def _check_runs(results: Path, cfgfile: Path, interrupted_utc: str) -> list[Path]:
+def _check_runs(results: Path, cfgfile: Path, interrupted_utc: str) -> tuple[list[Path], dict]:
     """What every pipeline run on the guest must give: each run directory complete, table1's two AQMs on one
     schedule, the forced-invalid attempt redone, each attempt's phases, kept networks adopted, a verdict row
-    for every claim and the report. Returns the run directories."""
+    for every claim and the report. Returns the run directories and the verdict's rows by claim."""
     runs = [d for d in (results / "runs").iterdir() if d.is_dir()]
     # the run-directory contract, for every run
     for d in runs:
@@ -227,15 +227,14 @@ def _check_runs(results: Path, cfgfile: Path, interrupted_utc: str) -> list[Path
     report = (results / "report.html").read_text()
     assert (results / "report.html").stat().st_size > 10_000
     assert "verdict.csv missing" not in report and "C11" in report and "after retries" in report
-
-    return runs
+    return runs, verdict
 
 
 @pytest.mark.guest
 @pytest.mark.slow
 def test_pipeline_interrupted_resumed_and_retried_on_kept_networks(shared_guest, tmp_path):
     results, cfgfile, interrupted_utc = _pipeline(shared_guest, tmp_path, "pipeline-ci", SMOKE)
-    runs = _check_runs(results, cfgfile, interrupted_utc)
+    runs, _ = _check_runs(results, cfgfile, interrupted_utc)
     assert len(runs) == 4, [d.name for d in runs]
 
 
@@ -244,12 +243,10 @@ def test_pipeline_interrupted_resumed_and_retried_on_kept_networks(shared_guest,
 @pytest.mark.long
 def test_figures_config_cut_draws_every_figure(shared_guest, tmp_path):
     results, cfgfile, interrupted_utc = _pipeline(shared_guest, tmp_path, "figures-ci", CUT)
-    runs = _check_runs(results, cfgfile, interrupted_utc)
+    runs, verdict = _check_runs(results, cfgfile, interrupted_utc)
     full = yaml.safe_load((REPO / "config" / "figures.yaml").read_text())
     with open(results / "figures" / "index.csv", newline="") as f:
         index = {r["figure"]: r for r in csv.DictReader(f)}
-    with open(results / "verdict.csv", newline="") as f:
-        verdict = {r["claim"]: r for r in csv.DictReader(f)}
     print(f"figures cut: {len(runs)} runs")
 
     # every figure of the paper (analysis/figures.yaml: the ids with a number), each some section's: in the
