@@ -29,6 +29,7 @@ def small_schedule(path, n=300, rate=150.0, seed=3, big=(), src="a1", dst="b1"):
     return flows
 
 
+@pytest.mark.timing
 @pytest.mark.parametrize("mode", ["push", "pull"])
 def test_300_flows_over_loopback_all_completed_bytes_exact(tmp_path, mode, impl):
     flows = small_schedule(tmp_path / "s.csv", big=(3_000_000,))

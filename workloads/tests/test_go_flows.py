@@ -32,6 +32,7 @@ def _p99_ms(log):
     return lat[min(len(lat) - 1, int(0.99 * len(lat)))]
 
 
+@pytest.mark.timing
 def test_same_schedule_gives_identical_logs_python_vs_go(tmp_path, go_built):
     flows = small_schedule(tmp_path / "s.csv", n=400, rate=150, seed=11, big=BIG)
     pc, ps = _replay(tmp_path / "py", PY, tmp_path / "s.csv")
