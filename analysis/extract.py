@@ -12,7 +12,7 @@ import os
 import sys
 
 from analysis.runfiles import in_run, read_schedule
-from contract.rundir import read_json, DONE, FAVOR_TRACE, FIDELITY, HOSTS, PCAP_DIR, SCHEDULE, SPEC
+from contract.rundir import read_json, DONE, FAVOR_TRACE, FAVOR_TRACE_CSV, FIDELITY, HOSTS, PCAP_DIR, SCHEDULE, SPEC
 from analysis.tables import write_csv
 from analysis.tables.connections import connection_starts
 from analysis.tables.favor import read_favor_trace, favored_data, add_favor_columns
@@ -61,7 +61,9 @@ def extract(rundir, outdir, write_packets=True):
         per_flow, entered = count_per_flow(pairs, starts)
         add_bottleneck_columns(flows, per_flow)
     enqueues = {}
-    fav = read_favor_trace(os.path.join(rundir, FAVOR_TRACE), enqueues)
+    trace = next((p for p in (os.path.join(rundir, n) for n in (FAVOR_TRACE, FAVOR_TRACE_CSV)) if os.path.exists(p)),
+                 os.path.join(rundir, FAVOR_TRACE))
+    fav = read_favor_trace(trace, enqueues)
     fav_data = favored_data(enqueues, starts, entered) if fav is not None and pairs is not None else None
     add_favor_columns(flows, fav, fav_data)
 

@@ -63,7 +63,10 @@ HOSTS = "hosts.json"
 CPU = "cpu.json"
 RUNNER_LOG = "log/runner.log"
 PCAP_DIR = "pcap"
-FAVOR_TRACE = "qdisc/favor-trace.csv"   # sch_favor's per-packet verdicts (qdisc/tools/favor_trace.py)
+# sch_favor's per-packet verdicts (qdisc/tools/favor_trace.py): the runner records them unparsed (its --raw),
+# the analysis parses them; runs made before that hold the CSV
+FAVOR_TRACE = "qdisc/favor-trace.txt"
+FAVOR_TRACE_CSV = "qdisc/favor-trace.csv"
 PERSISTENT_PLAN = "persistent/plan.json"  # the persistent flows: groups of iperf3 streams, their hosts and start
 DONE = "DONE"               # written last: a directory without it is no run
 PARTIAL = ".partial"        # <run_id>.partial/ while the run is made, renamed to <run_id>/ when complete

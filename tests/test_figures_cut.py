@@ -38,6 +38,7 @@ import yaml
 
 from analysis.tests.test_r import CLAIM_IDS   # one row per claim of analysis/claims.yaml, in its order
 from contract import rundir
+from qdisc.tools import favor_trace
 from orchestrate import matrix
 from orchestrate.config import read_config
 from tests.test_pipeline import require_guest, snakemake
@@ -180,8 +181,8 @@ def _check_runs(results: Path, cfgfile: Path, interrupted_utc: str) -> tuple[lis
         favor_manifest.get("sch_favor")
     assert any(q.get("kind") == "favor" for q in json.loads((faq / "qdisc" / "after.json").read_text())["rl"])
     assert not any(q.get("kind") == "favor" for q in json.loads((dt / "qdisc" / "after.json").read_text())["rl"])
-    trace = [l for l in (faq / "qdisc" / "favor-trace.csv").read_text().splitlines() if not l.startswith("#")]
-    assert len(trace) > 10 and "verdict" in trace[0], trace[:3]
+    *trace, lost = favor_trace.read_raw(faq / "qdisc" / "favor-trace.txt")      # recorded unparsed (--raw)
+    assert len(trace) > 10 and lost == 0 and {r[2] for r in trace} <= set(favor_trace.VERDICTS), trace[:3]
 
     # the forced-invalid first attempt was redone; both attempts are kept and the last one is the run
     tries = json.loads((faq / "attempts.json").read_text())

@@ -1,17 +1,19 @@
-"""The favor trace columns of flows.csv: sch_favor's verdicts per flow (qdisc/favor-trace.csv, written by
-qdisc/tools/favor_trace.py), and the favored data packets, Eq. 5's numerator, found by pairing each flow's
-arrival verdicts with its packets at bneck-in.
+"""The favor trace columns of flows.csv: sch_favor's verdicts per flow (qdisc/favor-trace.txt, recorded unparsed
+by qdisc/tools/favor_trace.py --raw and parsed here; qdisc/favor-trace.csv in runs made before), and the favored
+data packets, Eq. 5's numerator, found by pairing each flow's arrival verdicts with its packets at bneck-in.
 """
 import csv
+import itertools
 import os
 from array import array
 from collections import Counter, defaultdict
 from typing import NamedTuple
 
 from analysis.tables.connections import connection_at
+from qdisc.tools import favor_trace
 
-FAVOR_COLS = ["t", "dev", "verdict", "src", "dst", "sport", "dport", "proto", "qlen"]  # qdisc/tools/favor_trace.py
-VERDICTS = ["favored", "standard", "pushout_victim", "drop_favored", "drop_standard"]
+FAVOR_COLS = favor_trace.COLUMNS
+VERDICTS = favor_trace.VERDICTS
 
 
 class Arrivals(NamedTuple):
@@ -32,10 +34,16 @@ def read_favor_trace(path, enqueues=None):
     if not os.path.exists(path):
         return None
     with open(path) as f:
-        rd = csv.DictReader(line for line in f if not line.startswith("#"))
-        need = {"t", "verdict", "src", "dst", "sport", "dport"}
-        if not need <= set(rd.fieldnames or []):
-            raise ValueError(f"{path}: favor trace lacks columns {sorted(need - set(rd.fieldnames or []))}")
+        raw = f.readline().startswith(favor_trace.RAW_HEADER)
+        f.seek(0)
+        if raw:
+            rd = (dict(zip(FAVOR_COLS, row)) for row in itertools.takewhile(lambda r: isinstance(r, list),
+                                                                      favor_trace.read_raw(path)))
+        else:
+            rd = csv.DictReader(line for line in f if not line.startswith("#"))
+            need = {"t", "verdict", "src", "dst", "sport", "dport"}
+            if not need <= set(rd.fieldnames or []):
+                raise ValueError(f"{path}: favor trace lacks columns {sorted(need - set(rd.fieldnames or []))}")
         for r in rd:
             if r.get("proto", "6") not in ("6", "tcp", "TCP"):
                 continue

@@ -6,6 +6,7 @@ import struct
 import dpkt
 
 from analysis.tables.favor import FAVOR_COLS
+from qdisc.tools import favor_trace
 
 MSS = 1460
 D = 0.05      # one-way delay sender capture -> receiver capture
@@ -136,12 +137,13 @@ class SyntheticRun:
                   open(os.path.join(self.path, "fidelity.json"), "w"))
         json.dump({"kernel": "test"}, open(os.path.join(self.path, "manifest.json"), "w"))
         if self.favor:
-            with open(os.path.join(self.path, "qdisc", "favor-trace.csv"), "w") as f:
-                f.write(",".join(FAVOR_COLS) + "\n")
-                # the recorder's rows come in time order; sorted() is stable, so a push-out's victim row
-                # stays before the arrival's row
+            with open(os.path.join(self.path, "qdisc", "favor-trace.txt"), "w") as f:
+                # as the runner records it (favor_trace.py --raw): trace_pipe's lines, unparsed; they come in
+                # time order, and sorted() is stable, so a push-out's victim row stays before the arrival's row
+                f.write(f"{favor_trace.RAW_HEADER}0.0\n")
                 for r in sorted(self.favor, key=lambda r: float(r[0])):
-                    f.write(",".join(map(str, r)) + "\n")
+                    fields = " ".join(f"{k}={v}" for k, v in zip(FAVOR_COLS[1:], r[1:]))
+                    f.write(f"          python3-312     [000] b..1. {float(r[0]):.6f}: favor_enqueue: {fields}\n")
                 f.write("# lost_events=0\n")
         os.makedirs(os.path.join(self.path, "nstat"), exist_ok=True)
         for h, (b, a) in {"a1": (10, 13), "b1": (0, 1)}.items():

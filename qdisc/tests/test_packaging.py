@@ -271,6 +271,29 @@ def test_trace_csv_is_what_analysis_reads(tmp_path):
     assert counts[("10.0.0.1", "10.0.1.1", 1, 2)] == {"favored": 1, "standard": 1}
 
 
+def test_a_raw_trace_reads_as_its_csv_does(tmp_path):
+    """The runner records the trace unparsed (--raw); the analysis reads it, and --csv converts it, to the same
+    rows as a trace recorded as CSV, the lost_events line kept."""
+    from analysis.tables.favor import read_favor_trace
+    ft = load_tracer()
+    lines = [" x-1 [0] ..... 1.0: favor_enqueue: dev=rl-eth1 verdict=favored src=10.0.0.1 dst=10.0.1.1 sport=1 dport=2 proto=6 qlen=1",
+             " x-1 [0] ..... 1.1: favor_enqueue: dev=rl-eth1 verdict=pushout_victim src=10.0.0.3 dst=10.0.1.1 sport=5 dport=2 proto=6 qlen=2",
+             " x-1 [0] ..... 1.1: favor_enqueue: dev=rl-eth1 verdict=favored src=10.0.0.1 dst=10.0.1.1 sport=1 dport=2 proto=6 qlen=2"]
+    raw = tmp_path / "favor-trace.txt"
+    raw.write_text(f"{ft.RAW_HEADER}1000.5\n" + "\n".join(lines) + "\n# lost_events=3\n")
+    *rows, lost = ft.read_raw(raw)
+    assert rows == [ft.parse(l, 1000.5) for l in lines] and rows[0][0] == "1001.500000" and lost == 3
+    subprocess.run([sys.executable, str(QDISC / "tools" / "favor_trace.py"), "--csv", str(raw), "--out",
+                    str(tmp_path / "favor-trace.csv")], check=True)
+    text = (tmp_path / "favor-trace.csv").read_text()
+    assert text.splitlines()[0] == ",".join(ft.COLUMNS) and text.endswith("# lost_events=3\n")
+    assert read_favor_trace(str(raw)) == read_favor_trace(str(tmp_path / "favor-trace.csv"))
+    assert read_favor_trace(str(raw))[("10.0.0.1", "10.0.1.1", 1, 2)] == {"favored": 2}
+    raw.write_text("t,dev\n")
+    with pytest.raises(ValueError, match="not a raw favor trace"):
+        list(ft.read_raw(raw))
+
+
 def test_trace_recorder_turns_task_names_off_and_says_how_to_restore(tmp_path):
     """record-cmd on: turned off, and its file returned for the restore; off or absent: left alone."""
     ft = load_tracer()

@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Record sch_favor's per-packet verdicts (tracepoint favor:favor_enqueue) into a CSV.
 
-    python3 favor_trace.py --out FILE.csv [--dev rl-eth1] [--tracefs /sys/kernel/tracing]
+    python3 favor_trace.py --out FILE.csv [--dev rl-eth1] [--tracefs /sys/kernel/tracing] [--raw]
+    python3 favor_trace.py --csv RAW_FILE --out FILE.csv        # a raw trace (--raw) as the CSV below
 
 Runs on the testbed host as root, started by testbed/runner/favortrace.py, stopped with SIGINT or
 SIGTERM: it then drains what the kernel still holds, writes a final "# lost_events=N" comment
@@ -13,6 +14,11 @@ CSV columns: t (unix time, s), dev, verdict (favored, standard, pushout_victim, 
 drop_standard), src, dst (address strings, empty for non-IP), sport, dport, proto (IP protocol
 number, 6 = TCP), qlen (queue length after the verdict). A push-out gives two rows: the victim's
 pushout_victim row (its own flow key), then the arrival's favored row.
+
+With --raw the file holds the events as the kernel formats them, unparsed: a first line "# favor_trace raw
+offset=S" (S turns the trace's monotonic stamps into unix time), one trace_pipe line per event, and the final
+"# lost_events=N". The runner records that way: parsing is Python's work per event, seconds of an emulated
+guest's time after every traced run, and the analysis parses the raw file where it runs (read_raw).
 Python standard library only (it runs in the guest).
 """
 import argparse
@@ -28,6 +34,7 @@ import time
 from pathlib import Path
 
 COLUMNS = ["t", "dev", "verdict", "src", "dst", "sport", "dport", "proto", "qlen"]
+VERDICTS = ["favored", "standard", "pushout_victim", "drop_favored", "drop_standard"]   # favor_trace.h's names
 EVENT = "favor/favor_enqueue"
 LINE = re.compile(r"\s(\d+\.\d+):\s+favor_enqueue:\s+(.*)$")
 FIELD = re.compile(r"(\w+)=(\S*)")
@@ -54,6 +61,27 @@ def parse(line: str, offset: float):
     f = dict(FIELD.findall(m.group(2)))
     return [f"{float(m.group(1)) + offset:.6f}", f.get("dev", ""), f.get("verdict", ""), f.get("src", ""),
             f.get("dst", ""), f.get("sport", ""), f.get("dport", ""), f.get("proto", ""), f.get("qlen", "")]
+
+
+RAW_HEADER = "# favor_trace raw offset="
+
+
+def read_raw(path):
+    """The CSV rows (COLUMNS) of a trace recorded with --raw, in file order (time order), then the final
+    "# lost_events=N" line's N as the last item (None when the recorder did not finish)."""
+    with open(path, errors="replace") as f:
+        first = f.readline()
+        if not first.startswith(RAW_HEADER):
+            raise ValueError(f"{path}: not a raw favor trace (its first line is not {RAW_HEADER!r}...)")
+        offset, lost = float(first[len(RAW_HEADER):]), None
+        for line in f:
+            if line.startswith("# lost_events="):
+                lost = int(line.split("=", 1)[1])
+                continue
+            row = parse(line, offset)
+            if row:
+                yield row
+    yield lost
 
 
 def lost_events(inst: Path) -> int:
@@ -120,14 +148,53 @@ def drain(fd: int, spool) -> None:
         spool.write(chunk)
 
 
+def to_csv(raw: str, out: str) -> None:
+    """A raw trace (--raw) written as the CSV, its lost_events line kept."""
+    *rows, lost = read_raw(raw)
+    with open(out, "w", newline="") as f:
+        w = csv.writer(f)
+        w.writerow(COLUMNS)
+        w.writerows(rows)
+        if lost is not None:
+            f.write(f"# lost_events={lost}\n")
+
+
+def write_spool(spool, out, raw: bool, offset: float) -> int:
+    """The events drained so far into the output file: copied as they are (raw), or parsed into CSV rows.
+    Returns the number of events."""
+    spool.seek(0)
+    if raw:
+        out.write(f"{RAW_HEADER}{offset!r}\n")
+        n = 0
+        for chunk in iter(lambda: spool.read(1 << 20), b""):
+            out.write(chunk.decode(errors="replace"))
+            n += chunk.count(b"favor_enqueue:")
+        return n
+    w = csv.writer(out)
+    w.writerow(COLUMNS)
+    n = 0
+    for line in spool:
+        row = parse(line.decode(errors="replace"), offset)
+        if row:
+            w.writerow(row)
+            n += 1
+    return n
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--out", required=True, help="CSV file to write")
+    ap.add_argument("--out", required=True, help="file to write: the CSV, or with --raw the unparsed trace")
+    ap.add_argument("--raw", action="store_true", help="write the events unparsed (see above); the analysis "
+                                                       "parses them")
+    ap.add_argument("--csv", metavar="RAW", help="convert this raw trace into the CSV at --out, and exit")
     ap.add_argument("--dev", help="only this device (filtered in the kernel)")
     ap.add_argument("--tracefs", help="tracefs mount point (default /sys/kernel/tracing, mounted if needed)")
     ap.add_argument("--buffer-kb", type=int, default=16384, help="per-CPU ring buffer (default 16384 KiB)")
     ap.add_argument("--poll-s", type=float, default=1.0, help="how often the buffer's fill is checked (s)")
     a = ap.parse_args()
+    if a.csv:
+        to_csv(a.csv, a.out)
+        return
 
     root = find_tracefs(a.tracefs)
     if not (root / "events" / EVENT).is_dir():
@@ -142,8 +209,6 @@ def main():
     for s in (signal.SIGINT, signal.SIGTERM):
         signal.signal(s, lambda *_: stop.append(1))
     out = open(a.out, "w", newline="")
-    w = csv.writer(out)
-    w.writerow(COLUMNS)
     rows, fd = 0, None
     try:
         (inst / "buffer_size_kb").write_text(str(a.buffer_kb))
@@ -175,18 +240,17 @@ def main():
             except FileNotFoundError:
                 # sch_favor was unloaded while recording: its events went with it, what was recorded stays
                 print("favor_trace: sch_favor was unloaded while recording; its events end there", flush=True)
+            t_stop = time.monotonic()
             drain(fd, spool)
             os.close(fd)
             fd = None
-            spool.seek(0)
-            for line in spool:
-                row = parse(line.decode(errors="replace"), offset)
-                if row:
-                    w.writerow(row)
-                    rows += 1
+            t_drained = time.monotonic()
+            rows = write_spool(spool, out, a.raw, offset)
         lost = lost_events(inst)
         out.write(f"# lost_events={lost}\n")
-        print(f"favor_trace: {rows} events written, {lost} lost", flush=True)
+        print(f"favor_trace: {rows} events written{' unparsed' if a.raw else ''}, {lost} lost; after the stop "
+              f"{t_drained - t_stop:.2f} s reading the kernel's buffer, {time.monotonic() - t_drained:.2f} s "
+              "writing", flush=True)
     finally:
         out.close()
         if fd is not None:                                # an open trace_pipe keeps the instance busy

@@ -157,10 +157,11 @@ def test_trace_counts_check_holds_the_trace_to_the_queues_counters(tmp_path):
         return {"rl": [{"kind": "htb", "dev": "rl-eth1"}, {"kind": "favor", "dev": "rl-eth1", **base, **c}],
                 "rr": [{"kind": "favor", "dev": "rr-eth0", **base, "favored": 99}]}
     before, after = stats(favored=5, standard=2), stats(favored=8, standard=3, pushouts=1, drop_standard=1)
-    f = tmp_path / "favor-trace.csv"
+    f = tmp_path / "favor-trace.txt"      # as the recorder writes it (favor_trace.py --raw)
     rows = ["favored"] * 3 + ["standard", "pushout_victim", "drop_standard"]
-    f.write_text("t,dev,verdict,src\n" + "".join(f"1.{i},rl-eth1,{v},10.1.0.1\n" for i, v in enumerate(rows))
-                 + "# lost_events=0\n")
+    f.write_text("# favor_trace raw offset=0.0\n" + "".join(
+        f"  <idle>-0  [001] ..s1. 1.{i}: favor_enqueue: dev=rl-eth1 verdict={v} src=10.1.0.1 dst=10.2.0.1 sport=1 "
+        f"dport=2 proto=6 qlen=3\n" for i, v in enumerate(rows)) + "# lost_events=0\n")
     c = favortrace.trace_counts_check(f, before, after, "rl", "rl-eth1", after)["favor_trace_counts"]
     assert c["ok"] and c["measured"]["favored"] == 3 and c["measured"]["pushout_victim"] == 1
     assert "after_the_trace" not in c["measured"]
@@ -182,13 +183,14 @@ def test_trace_counts_check_holds_the_trace_to_the_queues_counters(tmp_path):
 
 
 def test_trace_check_reads_the_recorders_last_line(tmp_path):
-    f = tmp_path / "favor-trace.csv"
-    f.write_text("t,dev,verdict\n1.0,rl-eth1,favored\n# lost_events=0\n")
+    f = tmp_path / "favor-trace.txt"
+    event = "# favor_trace raw offset=0.0\n  x-1 [000] ..... 1.0: favor_enqueue: dev=rl-eth1 verdict=favored src=\n"
+    f.write_text(event + "# lost_events=0\n")
     assert favortrace.trace_check(f)["ok"]
-    f.write_text("t,dev,verdict\n1.0,rl-eth1,favored\n# lost_events=12\n")
+    f.write_text(event + "# lost_events=12\n")
     c = favortrace.trace_check(f)
     assert not c["ok"] and c["measured"] == 12 and c["severity"] == "warning"
-    f.write_text("t,dev,verdict\n1.0,rl-eth1,favored\n")      # killed before it could finish
+    f.write_text(event)      # killed before it could finish
     assert not favortrace.trace_check(f)["ok"]
     assert not favortrace.trace_check(tmp_path / "missing.csv")["ok"]
 
