@@ -181,8 +181,10 @@ def _check_runs(results: Path, cfgfile: Path, interrupted_utc: str) -> tuple[lis
         favor_manifest.get("sch_favor")
     assert any(q.get("kind") == "favor" for q in json.loads((faq / "qdisc" / "after.json").read_text())["rl"])
     assert not any(q.get("kind") == "favor" for q in json.loads((dt / "qdisc" / "after.json").read_text())["rl"])
-    *trace, lost = favor_trace.read_raw(faq / "qdisc" / "favor-trace.txt")      # recorded unparsed (--raw)
-    assert len(trace) > 10 and lost == 0 and {r[2] for r in trace} <= set(favor_trace.VERDICTS), trace[:3]
+    raw = faq / "qdisc" / "favor-trace.txt"      # recorded unparsed (--raw), complete
+    trace = list(favor_trace.read_raw(raw))
+    assert len(trace) > 10 and raw.read_text().endswith("\n# lost_events=0\n") \
+        and {r[2] for r in trace} <= set(favor_trace.VERDICTS), trace[:3]
 
     # the forced-invalid first attempt was redone; both attempts are kept and the last one is the run
     tries = json.loads((faq / "attempts.json").read_text())

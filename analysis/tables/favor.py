@@ -3,7 +3,6 @@ by qdisc/tools/favor_trace.py --raw and parsed here; qdisc/favor-trace.csv in ru
 data packets, Eq. 5's numerator, found by pairing each flow's arrival verdicts with its packets at bneck-in.
 """
 import csv
-import itertools
 import os
 from array import array
 from collections import Counter, defaultdict
@@ -37,8 +36,7 @@ def read_favor_trace(path, enqueues=None):
         raw = f.readline().startswith(favor_trace.RAW_HEADER)
         f.seek(0)
         if raw:
-            rd = (dict(zip(FAVOR_COLS, row)) for row in itertools.takewhile(lambda r: isinstance(r, list),
-                                                                      favor_trace.read_raw(path)))
+            rd = (dict(zip(FAVOR_COLS, row)) for row in favor_trace.read_raw(path))
         else:
             rd = csv.DictReader(line for line in f if not line.startswith("#"))
             need = {"t", "verdict", "src", "dst", "sport", "dport"}

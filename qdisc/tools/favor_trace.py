@@ -67,21 +67,17 @@ RAW_HEADER = "# favor_trace raw offset="
 
 
 def read_raw(path):
-    """The CSV rows (COLUMNS) of a trace recorded with --raw, in file order (time order), then the final
-    "# lost_events=N" line's N as the last item (None when the recorder did not finish)."""
+    """The CSV rows (COLUMNS) of a trace recorded with --raw, in file order (time order); its comment lines
+    (the header, the final "# lost_events=N") are not events."""
     with open(path, errors="replace") as f:
         first = f.readline()
         if not first.startswith(RAW_HEADER):
             raise ValueError(f"{path}: not a raw favor trace (its first line is not {RAW_HEADER!r}...)")
-        offset, lost = float(first[len(RAW_HEADER):]), None
+        offset = float(first[len(RAW_HEADER):])
         for line in f:
-            if line.startswith("# lost_events="):
-                lost = int(line.split("=", 1)[1])
-                continue
             row = parse(line, offset)
             if row:
                 yield row
-    yield lost
 
 
 def lost_events(inst: Path) -> int:
@@ -149,14 +145,16 @@ def drain(fd: int, spool) -> None:
 
 
 def to_csv(raw: str, out: str) -> None:
-    """A raw trace (--raw) written as the CSV, its lost_events line kept."""
-    *rows, lost = read_raw(raw)
+    """A raw trace (--raw) written as the CSV, its last line kept when it is the recorder's lost_events."""
     with open(out, "w", newline="") as f:
         w = csv.writer(f)
         w.writerow(COLUMNS)
-        w.writerows(rows)
-        if lost is not None:
-            f.write(f"# lost_events={lost}\n")
+        w.writerows(read_raw(raw))
+        with open(raw, "rb") as r:
+            r.seek(max(0, os.path.getsize(raw) - 200))
+            last = r.read().decode(errors="replace").rstrip("\n").rpartition("\n")[2]
+        if last.startswith("# lost_events="):
+            f.write(last + "\n")
 
 
 def write_spool(spool, out, raw: bool, offset: float) -> int:

@@ -41,7 +41,7 @@ def trace_counts_check(path: Path, before: dict, after: dict, node: str, dev: st
     # per verdict, as a Python loop over its tens of thousands of lines takes seconds of the emulated guest.
     data = path.read_bytes()
     counted = {v: data.count(f" verdict={v} ".encode()) for v in TRACE_COUNTERS}
-    complete = data.rstrip().endswith(b"\n# lost_events=0")
+    complete = trace_check(path)["ok"]
     configured = "counters at the trace's stop - before <= trace events <= counters after - before, per decision"
     if not complete:
         return {"favor_trace_counts": {"configured": configured,
