@@ -6,37 +6,43 @@ import pytest
 
 from contract.schedule import Flow, write_schedule
 from workloads.launch import PY, REPO, free_port, rows, run_client, start_server, stop_server
+from workloads.tests.jitter_probe import JitterProbe, judge, p99_ms
 from workloads.tests.test_flows import small_schedule
 
-# lateness p99 bound for the Go client over loopback (Python's is about 0.2 ms on this 2-core VM; Go's about
-# 0.35 ms; 2 ms leaves room for a noisy shared machine)
+# lateness p99 bound for the Go client over loopback, over the flows that start while the machine wakes its
+# sleepers on time (Python's p99 is about 0.2 ms on this 2-core VM, Go's about 0.35 ms)
 GO_P99_LIMIT_MS = 2.0
+# a replay over the bound beside a stall of the machine is made again, up to this many in all; one over the
+# bound while the machine wakes its sleepers on time fails at once
+REPLAYS = 3
 BIG = (2_000_000, 5_000_000, 800_000, 12_000_000)   # the Pareto tail: flows of many write chunks
 
 
-def _replay(tmp, impl, sched, mode="push", server_impl=None):
-    """Server (server_impl, default impl) on 127.0.0.2, client impl on 127.0.0.1; returns the two logs."""
+def _replay(tmp, impl, sched, mode="push", server_impl=None, with_t0=False):
+    """Server (server_impl, default impl) on 127.0.0.2, client impl on 127.0.0.1; returns the two logs (after
+    the client's t0, with_t0)."""
     tmp.mkdir(exist_ok=True)
     port = free_port()
     srv = start_server(tmp / "server.csv", "127.0.0.2", port, mode, impl=server_impl or impl)
     try:
-        run_client(sched, "a1", {"a1": "127.0.0.1", "b1": "127.0.0.2"}, tmp / "client.csv", port,
-                   extra=("--mode", mode), impl=impl, timeout=120)
+        t0, _ = run_client(sched, "a1", {"a1": "127.0.0.1", "b1": "127.0.0.2"}, tmp / "client.csv", port,
+                           extra=("--mode", mode), impl=impl, timeout=120)
     finally:
         stop_server(srv)
-    return tmp / "client.csv", tmp / "server.csv"
+    logs = tmp / "client.csv", tmp / "server.csv"
+    return (t0, logs) if with_t0 else logs
 
 
 def _p99_ms(log):
-    lat = sorted(float(r["lateness_s"]) * 1e3 for r in rows(log))
-    return lat[min(len(lat) - 1, int(0.99 * len(lat)))]
+    return p99_ms([float(r["lateness_s"]) for r in rows(log)])
 
 
 @pytest.mark.timing
 def test_same_schedule_gives_identical_logs_python_vs_go(tmp_path, go_built):
     flows = small_schedule(tmp_path / "s.csv", n=400, rate=150, seed=11, big=BIG)
     pc, ps = _replay(tmp_path / "py", PY, tmp_path / "s.csv")
-    gc, gs = _replay(tmp_path / "go", go_built, tmp_path / "s.csv")
+    with JitterProbe(tmp_path / "go-probe") as probe:
+        gt0, (gc, gs) = _replay(tmp_path / "go", go_built, tmp_path / "s.csv", with_t0=True)
     for a, b in ((pc, gc), (ps, gs)):     # the same columns in the same order
         assert a.read_text().split("\n", 1)[0] == b.read_text().split("\n", 1)[0]
     keys = ("flow_id", "src", "dst", "size_bytes", "scheduled_s", "bytes", "outcome", "error")
@@ -53,9 +59,19 @@ def test_same_schedule_gives_identical_logs_python_vs_go(tmp_path, go_built):
         assert all(len(r[k].split(".")[1]) == 6 for k in times), r
         t = [float(r[k]) for k in times if k != "lateness_s"]
         assert t == sorted(t), r
-    p99 = _p99_ms(gc)
-    print(f"lateness p99: python {_p99_ms(pc):.3f} ms, go {p99:.3f} ms")
-    assert p99 <= GO_P99_LIMIT_MS
+    # lateness: the machine's stalls, measured beside the replay, are not the client's (jitter_probe.py)
+    verdicts = [judge(go_c, gt0, probe.stalls)]
+    for i in range(1, REPLAYS):
+        if verdicts[-1].p99_ms <= GO_P99_LIMIT_MS or not verdicts[-1].beside_stall:
+            break
+        with JitterProbe(tmp_path / f"go-probe{i}") as probe:
+            t0, (c, _) = _replay(tmp_path / f"go{i}", go_built, tmp_path / "s.csv", with_t0=True)
+        verdicts.append(judge(rows(c), t0, probe.stalls))
+    print(f"lateness p99: python {_p99_ms(pc):.3f} ms, go {_p99_ms(gc):.3f} ms (every flow); go replays: "
+          + "; ".join(map(str, verdicts)))
+    assert verdicts[-1].p99_ms <= GO_P99_LIMIT_MS, (
+        f"the Go client starts flows late by itself (p99 bound {GO_P99_LIMIT_MS} ms, after the machine's stalls "
+        f"measured beside it): " + "; ".join(map(str, verdicts)))
 
 
 @pytest.mark.parametrize("mode", ["push", "pull"])
