@@ -234,7 +234,9 @@ def main(argv=None) -> int:
             return 2
         sizes = sorted({c["pool"]["size"], 1, 10, 50})
         traffic = [(lambda sec: sec["duration_s"] + sec["drain_s"])(matrix.section_of(c, r)) for r in matrix.runs(c)]
-        _, lines = plan.project(traffic, c["testbed"]["kind"], sizes, REPO / "results")
+        tb = c["testbed"]
+        _, lines = plan.project(traffic, tb["kind"], sizes, REPO / "results", tb.get("clock", "real"),
+                                bool(tb.get("reuse_topology")))
         print("\n".join(lines) + f"\nplan: this config's pool: {c['pool']['size']} testbed(s)")
         return 0
     if argv[:1] == ["pool-size"] and len(argv) == 2:

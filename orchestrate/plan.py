@@ -3,8 +3,9 @@
 Each finished run directory keeps the controller's wall time of every attempt (attempts.json: connect,
 copy, run, copy back) beside the run's spec (run.json: duration_s, drain_s). A run's cost beyond its
 traffic (client start-up lead, probes, topology set-up, copy-back) is that wall time minus duration and
-drain; the median of those overheads over the runs already made on the same kind of testbed, and the
-mean number of attempts per run, give the projection:
+drain; the median of those overheads over the attempts already made on the same kind of testbed with the same
+clock and the same network (kept or fresh: an attempt on a kept network skips the topology's set-up and probes),
+and the mean number of attempts per run, give the projection:
 
     per run  = (duration_s + drain_s + overhead) * attempts per run
     wall     = the runs dealt to the testbeds, longest first, each to the least busy one
@@ -28,9 +29,19 @@ from contract import rundir
 DEFAULT_OVERHEAD_S = {"local-vm": 42.0}
 
 
-def measured(results_root: Path, kind: str) -> dict:
-    """Overheads (s) of every attempt made on a testbed of this kind under results_root, and attempts per
-    run. Run directories without attempts.json or run.json (older layouts, half-copied) are skipped."""
+# the runner's phase of an attempt that adopted the network a run before it kept (testbed/runner/run.py)
+KEPT_PHASE = "kept topology reset"
+
+
+def _network(t: dict) -> str:
+    return "kept" if KEPT_PHASE in (t.get("phases_s") or {}) else "fresh"
+
+
+def measured(results_root: Path, kind: str, clock: str = "real", network: str = "fresh") -> dict:
+    """Overheads (s) of every attempt made on a testbed of this kind, with this clock ('real', 'virtual') and on
+    this network ('kept': adopted from the run before; 'fresh': built for the run) under results_root, and
+    attempts per run. Run directories without attempts.json or run.json (older layouts, half-copied) are
+    skipped; an attempt that names no clock had the real one."""
     overheads, attempts = [], []
     for rec in sorted(results_root.glob(f"*/runs/*/{rundir.ATTEMPTS}")):
         try:
@@ -40,6 +51,7 @@ def measured(results_root: Path, kind: str) -> dict:
         except (OSError, ValueError, KeyError, TypeError):
             continue
         mine = [t for t in tries if isinstance(t, dict) and (t.get("lease") or {}).get("kind") == kind
+                and (t.get("lease") or {}).get("clock", "real") == clock and _network(t) == network
                 and isinstance(t.get("wall_s"), (int, float))]
         if not mine:
             continue
@@ -50,21 +62,24 @@ def measured(results_root: Path, kind: str) -> dict:
     return {"overheads": overheads, "attempts": attempts}
 
 
-def project(traffic_s: list[float], kind: str, testbeds: list[int], results_root: Path) -> tuple[dict, list[str]]:
+def project(traffic_s: list[float], kind: str, testbeds: list[int], results_root: Path, clock: str = "real",
+            reuse_topology: bool = False) -> tuple[dict, list[str]]:
     """(numbers, lines to print): per-run cost and the wall time with each number of testbeds.
-    traffic_s: duration_s + drain_s of each run of the pipeline."""
-    m = measured(results_root, kind)
+    traffic_s: duration_s + drain_s of each run of the pipeline; a config that keeps its network
+    (reuse_topology) is projected from attempts on kept networks, one that does not from fresh ones."""
+    network = "kept" if reuse_topology else "fresh"
+    m = measured(results_root, kind, clock, network)
+    what = f"{kind} testbeds, {clock} clock, {network} networks"
     if m["overheads"]:
         overhead = statistics.median(m["overheads"])
         tries = statistics.fmean(m["attempts"])
-        basis = (f"median of {len(m['overheads'])} attempts in {len(m['attempts'])} runs on {kind} testbeds "
-                 f"under {results_root}")
-    elif kind in DEFAULT_OVERHEAD_S:
+        basis = f"median of {len(m['overheads'])} attempts in {len(m['attempts'])} runs on {what} under {results_root}"
+    elif kind in DEFAULT_OVERHEAD_S and clock == "real" and network == "fresh":
         overhead, tries = DEFAULT_OVERHEAD_S[kind], 1.0
         basis = f"no run on a {kind} testbed here yet: the quick run's overhead on a 2-core TCG guest"
     else:
         overhead, tries = None, 1.0
-        basis = f"no run on a {kind} testbed here yet: overhead unknown, traffic time only"
+        basis = f"no attempt on {what} here yet: overhead unknown, traffic time only"
     costs = [(t + (overhead or 0.0)) * tries for t in traffic_s]
     walls = {n: _deal(costs, n) for n in testbeds}
     lo, hi = (min(traffic_s), max(traffic_s)) if traffic_s else (0.0, 0.0)

@@ -9,12 +9,14 @@ from orchestrate import plan
 from orchestrate.inventory import REPO
 
 
-def run_dir(root, config, run, duration, drain, walls, kind="local-vm"):
+def run_dir(root, config, run, duration, drain, walls, kind="local-vm", clock=None, kept=False):
     d = root / config / "runs" / run
     d.mkdir(parents=True)
     (d / "run.json").write_text(json.dumps({"duration_s": duration, "drain_s": drain}))
+    lease = {"kind": kind, **({"clock": clock} if clock else {})}
+    phases = {plan.KEPT_PHASE if kept else "topology up": 5.0}
     (d / "attempts.json").write_text(json.dumps(
-        [{"attempt": i + 1, "wall_s": w, "lease": {"kind": kind}} for i, w in enumerate(walls)]))
+        [{"attempt": i + 1, "wall_s": w, "lease": lease, "phases_s": phases} for i, w in enumerate(walls)]))
 
 
 def test_overhead_is_the_median_beyond_traffic_and_attempts_count(tmp_path):
@@ -31,13 +33,15 @@ def test_overhead_is_the_median_beyond_traffic_and_attempts_count(tmp_path):
     assert nums["per_run_s"] == pytest.approx(per_run)
     assert nums["wall_s"] == {1: pytest.approx(20 * per_run), 10: pytest.approx(2 * per_run),
                               50: pytest.approx(per_run)}
-    assert "median of 4 attempts in 3 runs on local-vm" in lines[0]
+    assert "median of 4 attempts in 3 runs on local-vm testbeds, real clock, fresh networks" in lines[0]
     assert "set-up and analysis not included" in lines[1]
 
 
 def test_no_run_yet_says_so(tmp_path):
     nums, lines = plan.project([30, 30], "local-vm", [1], tmp_path)
     assert nums["overhead_s"] == plan.DEFAULT_OVERHEAD_S["local-vm"] and "no run on a local-vm testbed here yet" in lines[0]
+    nums, lines = plan.project([30], "local-vm", [1], tmp_path, clock="virtual")
+    assert nums["overhead_s"] is None and "no attempt on local-vm testbeds, virtual clock, fresh networks" in lines[0]
     nums, lines = plan.project([560] * 600, "ssh", [1, 50], tmp_path)
     assert nums["overhead_s"] is None and "overhead unknown, traffic time only" in lines[0]
     assert nums["wall_s"][50] == 12 * 560 and "50 testbeds 1.9 h" in lines[1]
@@ -71,3 +75,18 @@ def test_an_attempt_that_timed_its_phases_counts_its_overhead_with_the_lease(tmp
     (d / "attempts.json").write_text(json.dumps([{"attempt": 1, "wall_s": 100, "overhead_s": 14.5,
                                                   "lease": {"kind": "local-vm"}}]))
     assert sorted(plan.measured(tmp_path, "local-vm")["overheads"]) == [14.5, 40]
+
+
+def test_a_config_is_projected_from_attempts_with_its_clock_and_its_network(tmp_path):
+    """Attempts on kept networks skip the topology's set-up and probes, and a virtual clock stretches wall time:
+    neither may set the projection of a config that does otherwise."""
+    run_dir(tmp_path, "quick", "a", 70, 20, [130, 140])                      # fresh, real clock: 40, 50
+    run_dir(tmp_path, "quick", "b", 70, 20, [110], kept=True)                # kept, real: 20
+    run_dir(tmp_path, "v", "c", 70, 20, [300], clock="virtual")              # fresh, virtual: 210
+    run_dir(tmp_path, "v", "d", 70, 20, [250], clock="virtual", kept=True)   # kept, virtual: 160
+    assert sorted(plan.measured(tmp_path, "local-vm")["overheads"]) == [40, 50]
+    assert plan.measured(tmp_path, "local-vm", network="kept")["overheads"] == [20]
+    assert plan.measured(tmp_path, "local-vm", "virtual")["overheads"] == [210]
+    nums, lines = plan.project([90], "local-vm", [1], tmp_path, "virtual", reuse_topology=True)
+    assert nums["overhead_s"] == 160 and "virtual clock, kept networks" in lines[0]
+    assert plan.project([90], "local-vm", [1], tmp_path, reuse_topology=True)[0]["overhead_s"] == 20
