@@ -117,7 +117,8 @@ class Judgement:
 
 
 def p99_ms(lateness_s: list[float]) -> float:
-    """The p99 as the runner's lateness check takes it: the value at index int(0.99 n) of the sorted list."""
+    """The p99 as the Go test has always taken it: the value at index int(0.99 n) of the sorted list (the runner's
+    check, workloads/checks.py `lateness`, interpolates with statistics.quantiles instead)."""
     if not lateness_s:
         return float("nan")
     lat = sorted(x * 1e3 for x in lateness_s)
