@@ -298,6 +298,7 @@ static int run2c_dump_stats(struct Qdisc *sch, struct gnet_dump *d)
 	st.drop_low = c->c.drop_standard;
 	st.drop_limit = c->c.drop_limit;
 	st.syns = q->core.c.syns;
+	st.takeovers = q->core.c.takeovers;
 	st.unknown_flow = q->core.c.unknown_flow;
 	st.no_tcp = q->core.c.no_tcp;
 	st.high_qlen = skb_queue_len(&c->favored);

@@ -130,6 +130,7 @@ static int run2c_print_xstats(struct qdisc_util *qu, FILE *f, struct rtattr *xst
 	print_color_u64(PRINT_ANY, COLOR_NONE, "drop_limit", " drop_limit %llu", st.drop_limit);
 	print_nl();
 	print_color_u64(PRINT_ANY, COLOR_NONE, "syns", "  syns %llu", st.syns);
+	print_color_u64(PRINT_ANY, COLOR_NONE, "takeovers", " takeovers %llu", st.takeovers);
 	print_color_u64(PRINT_ANY, COLOR_NONE, "unknown_flow", " unknown_flow %llu", st.unknown_flow);
 	print_color_u64(PRINT_ANY, COLOR_NONE, "no_tcp", " no_tcp %llu", st.no_tcp);
 	print_nl();

@@ -60,9 +60,10 @@ void h_set_threshold(u32 threshold, u32 mss) { core.threshold = threshold; core.
 int h_trim_one(void) { return take(favor_core_trim_one(&core.q)); }
 u32 h_qlen(void) { return favor_core_qlen(&core.q); }
 u32 h_high_qlen(void) { return skb_queue_len(&core.q.favored); }
-void h_counters(u64 out[9])
+void h_counters(u64 out[10])
 {
 	out[0] = core.q.c.favored; out[1] = core.q.c.standard; out[2] = core.q.c.pushouts;
 	out[3] = core.q.c.drop_favored; out[4] = core.q.c.drop_standard; out[5] = core.q.c.drop_limit;
 	out[6] = core.c.syns; out[7] = core.c.unknown_flow; out[8] = core.c.no_tcp;
+	out[9] = core.c.takeovers;
 }

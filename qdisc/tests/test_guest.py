@@ -633,7 +633,7 @@ def test_malformed_netlink_options_are_refused_and_leave_the_kernel_clean(guest,
 # ---------------------------------------------------------------- sch_run2c
 
 RUN2C_VERDICT_KEYS = ["high", "low", "pushouts", "drop_high", "drop_low", "drop_limit", "syns", "unknown_flow",
-                      "no_tcp"]
+                      "no_tcp", "takeovers"]
 
 
 def test_run2c_installed_options_and_bad_options(guest):
@@ -756,8 +756,11 @@ def test_run2c_carries_tcp_traffic_with_its_config_entry(guest):
     q = [x for x in r["qdisc"] if x.get("kind") == "run2c"][0]
     print(f"run2c: {r['received_mbps']:.2f} Mb/s, " + ", ".join(f"{k} {q[k]}" for k in RUN2C_VERDICT_KEYS))
     assert 8.0 <= r["received_mbps"] <= 10.5
-    # iperf3: a control connection and 4 streams; the SYN-ACKs go the other way, the data senders' SYNs this way
-    assert q["syns"] >= 5 and q["unknown_flow"] == 0
+    # iperf3: a control connection and 4 streams; the SYN-ACKs go the other way, the data senders' SYNs this way.
+    # Two of the 5 flows share one of the 1024 buckets about once in 100 probes: the SYN that came later takes
+    # the bucket over (counted), and only then may the earlier flow's packets be unknown.
+    assert q["syns"] >= 5
+    assert q["unknown_flow"] == 0 or q["takeovers"] > 0, "packets of unknown flows without a collision"
     # The probe's sender is the qdisc's own host, so TCP hands the qdisc GSO packets (segmented after it, in
     # validate_xmit_skb) and the threshold's 28960 bytes are a few packets per stream, not 20; in the dumbbell the
     # AQM sits on a router and sees single segments. So: every connection has high packets, and most are low.

@@ -9,7 +9,8 @@ import pytest
 from qdisc.tests import harness
 
 HIGH, LOW, _, DROP_HIGH, DROP_LOW = range(5)      # enum favor_verdict: favored = high, standard = low
-COUNTERS = ["high", "low", "pushouts", "drop_high", "drop_low", "drop_limit", "syns", "unknown_flow", "no_tcp"]
+COUNTERS = ["high", "low", "pushouts", "drop_high", "drop_low", "drop_limit", "syns", "unknown_flow", "no_tcp",
+            "takeovers"]
 MSS = 1448
 ISN = 1_000_000
 
@@ -58,6 +59,8 @@ class Model:
             self.c["no_tcp"] += 1
             return False
         if syn:
+            if self.isn.get(bucket, (tag,))[0] != tag:
+                self.c["takeovers"] += 1
             self.isn[bucket] = (tag, seq % 2**32)
             self.c["syns"] += 1
             return True
@@ -168,13 +171,18 @@ def test_retransmission_of_an_early_packet_overtakes_the_flows_low_packets(lib):
 
 
 def test_another_flows_syn_in_the_same_bucket_takes_the_entry(lib):
+    """A hash collision: the later SYN's flow is followed, the earlier flow's packets read as unknown, and
+    `takeovers` counts it; the same flow's SYN again (same tag) is no takeover."""
     c = Core(lib, limit=100, buckets=1)
     c.enqueue(0, 0, syn=True, seq=ISN, tag=111)
-    assert c.enqueue(1, 0, seq=data(0), tag=111)[0] == HIGH
-    c.enqueue(2, 0, syn=True, seq=5, tag=222)          # collision: flow 222 now owns the entry
-    assert c.enqueue(3, 0, seq=data(1), tag=111)[0] == LOW
-    assert c.enqueue(4, 0, seq=6, tag=222)[0] == HIGH
-    assert c.counters()["unknown_flow"] == 1
+    c.enqueue(1, 0, syn=True, seq=ISN, tag=111)        # the SYN retransmitted
+    assert c.counters()["takeovers"] == 0
+    assert c.enqueue(2, 0, seq=data(0), tag=111)[0] == HIGH
+    c.enqueue(3, 0, syn=True, seq=5, tag=222)          # collision: flow 222 now owns the entry
+    assert c.enqueue(4, 0, seq=data(1), tag=111)[0] == LOW
+    assert c.enqueue(5, 0, seq=6, tag=222)[0] == HIGH
+    assert {k: c.counters()[k] for k in ("syns", "takeovers", "unknown_flow")} == \
+        {"syns": 3, "takeovers": 1, "unknown_flow": 1}
 
 
 def test_high_arrival_to_full_queue_pushes_out_the_last_low_packet(lib):
