@@ -1,6 +1,7 @@
 """Host-side checks of sch_favor's packaging: it builds against the Debian headers sets (guest ABI and
 6.12), versions agree, the tc plugin loads into stock tc and uses only symbols tc exports, the trace
 recorder parses the tracepoint's lines."""
+import errno
 import importlib.util
 import os
 import re
@@ -245,6 +246,56 @@ def load_tracer():
     m = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(m)
     return m
+
+
+# events/favor/favor_enqueue/format as the guest's kernel (6.1) writes it
+FAVOR_ENQUEUE_FORMAT = """name: favor_enqueue
+ID: 1530
+format:
+\tfield:unsigned short common_type;\toffset:0;\tsize:2;\tsigned:0;
+\tfield:unsigned char common_flags;\toffset:2;\tsize:1;\tsigned:0;
+\tfield:unsigned char common_preempt_count;\toffset:3;\tsize:1;\tsigned:0;
+\tfield:int common_pid;\toffset:4;\tsize:4;\tsigned:1;
+
+\tfield:char dev[16];\toffset:8;\tsize:16;\tsigned:0;
+\tfield:char src[40];\toffset:24;\tsize:40;\tsigned:0;
+\tfield:char dst[40];\toffset:64;\tsize:40;\tsigned:0;
+\tfield:u16 sport;\toffset:104;\tsize:2;\tsigned:0;
+\tfield:u16 dport;\toffset:106;\tsize:2;\tsigned:0;
+\tfield:u8 proto;\toffset:108;\tsize:1;\tsigned:0;
+\tfield:u8 verdict;\toffset:109;\tsize:1;\tsigned:0;
+\tfield:u32 qlen;\toffset:112;\tsize:4;\tsigned:0;
+
+print fmt: "dev=%s verdict=%s ..."
+"""
+
+
+def test_trace_buffer_is_sized_to_hold_the_run(monkeypatch, tmp_path):
+    """The recorder's ring buffer holds a run's expected events twice over (so nothing is copied out, and
+    formatted by the kernel, while the run is measured), never less than the default, never more than a
+    quarter of the memory over all CPUs; where the kernel cannot allocate it, it is halved."""
+    ft = load_tracer()
+    # a 116-byte entry is over the 112 bytes of a small event: 4-byte header, 4-byte length, the entry
+    assert ft.event_bytes(FAVOR_ENQUEUE_FORMAT) == 124
+    # the figures config's 100 Mb/s FaQ run: 1.25 M events at most (favortrace.expect_events), a 2 GiB guest
+    kb = ft.buffer_kb_for(1_250_000, 124, 2_014_152, 1)
+    assert 2 * 1_250_000 * 124 / 1024 <= kb <= 2 * 1_250_000 * 124 / 1024 * 1.01
+    assert ft.buffer_kb_for(1_250_000, 124, 2_014_152, 2) == 2_014_152 // 4 // 2       # the memory cap
+    assert ft.buffer_kb_for(1000, 124, 2_014_152, 1) == ft.DEFAULT_BUFFER_KB          # never below the default
+    assert ft.buffer_kb_for(0, 124, 1 << 30, 64) == ft.DEFAULT_BUFFER_KB
+
+    inst = tmp_path / "instance"
+    inst.mkdir()
+    real_write = Path.write_text
+
+    def small_kernel(self, text, *a, **kw):
+        if self.name == "buffer_size_kb" and int(text) > 100_000:
+            raise OSError(errno.ENOMEM, "Cannot allocate memory")
+        return real_write(self, text, *a, **kw)
+    monkeypatch.setattr(Path, "write_text", small_kernel)
+    assert ft.set_buffer_kb(inst, 300_000) == 75_000
+    assert (inst / "buffer_size_kb").read_text() == "75000"
+    assert ft.set_buffer_kb(inst, 20_000) == 20_000
 
 
 def test_trace_line_parsing():

@@ -2,6 +2,7 @@
 """Record sch_favor's per-packet verdicts (tracepoint favor:favor_enqueue) into a CSV.
 
     python3 favor_trace.py --out FILE.csv [--dev rl-eth1] [--tracefs /sys/kernel/tracing] [--raw]
+                           [--expect-events N]
     python3 favor_trace.py --csv RAW_FILE --out FILE.csv        # a raw trace (--raw) as the CSV below
 
 Runs on the testbed host as root, started by testbed/runner/favortrace.py, stopped with SIGINT or
@@ -120,6 +121,52 @@ def restore(opt: Path | None) -> None:
             pass
 
 
+# The ring buffer's own framing (kernel/trace/ring_buffer.c): an event is a 4-byte header and its entry rounded up
+# to 4 bytes; an entry longer than 112 bytes (RB_MAX_SMALL_DATA) takes one more 4-byte word for its length. A
+# page of 4096 bytes starts with a 16-byte header (time stamp and commit).
+RB_EVENT_HEADER = 4
+RB_MAX_SMALL_DATA = 112
+PAGE, PAGE_HEADER = 4096, 16
+DEFAULT_BUFFER_KB = 16384
+MEMORY_SHARE = 0.25        # the trace buffers of all CPUs together take at most this share of the memory
+
+
+def event_bytes(format_text: str) -> int:
+    """Bytes one event takes in the ring buffer, from the event's tracefs format file (its fields' offsets
+    and sizes give the entry's length)."""
+    entry = max(int(o) + int(z) for o, z in re.findall(r"offset:(\d+);\s*size:(\d+);", format_text))
+    entry = -(-entry // 4) * 4
+    return RB_EVENT_HEADER + (4 if entry > RB_MAX_SMALL_DATA else 0) + entry
+
+
+def buffer_kb_for(expect_events: int, per_event: int, mem_total_kb: int, cpus: int) -> int:
+    """The per-CPU buffer that holds the run's expected events twice over (the recorder copies the buffer out
+    when it is half full, and that copy is what this sizing avoids: the kernel formats every event copied,
+    seconds of CPU inside the measured window), at least the default, at most MEMORY_SHARE of the memory over
+    all CPUs. Every CPU gets that size, as the events of a run may all land on one CPU."""
+    want = -(-2 * expect_events * per_event * PAGE // (PAGE - PAGE_HEADER) // 1024)
+    cap = int(mem_total_kb * MEMORY_SHARE / max(1, cpus))
+    return max(DEFAULT_BUFFER_KB, min(want, cap))
+
+
+def set_buffer_kb(inst: Path, kb: int) -> int:
+    """Write the per-CPU buffer size; where the kernel cannot allocate it (ENOMEM), halve it down to the
+    default. Returns the size set."""
+    while True:
+        try:
+            (inst / "buffer_size_kb").write_text(str(kb))
+            return kb
+        except OSError as e:
+            if e.errno != errno.ENOMEM or kb <= DEFAULT_BUFFER_KB:
+                raise
+            kb = max(DEFAULT_BUFFER_KB, kb // 2)
+
+
+def mem_total_kb() -> int:
+    m = re.search(r"^MemTotal:\s*(\d+) kB", Path("/proc/meminfo").read_text(), re.M)
+    return int(m.group(1))
+
+
 def buffer_fill(inst: Path) -> float:
     """The fullest per-CPU ring buffer's share of its size (per_cpu/cpu*/stats 'bytes:')."""
     size = int((inst / "buffer_size_kb").read_text().split()[0]) * 1024
@@ -187,7 +234,11 @@ def main():
     ap.add_argument("--csv", metavar="RAW", help="convert this raw trace into the CSV at --out, and exit")
     ap.add_argument("--dev", help="only this device (filtered in the kernel)")
     ap.add_argument("--tracefs", help="tracefs mount point (default /sys/kernel/tracing, mounted if needed)")
-    ap.add_argument("--buffer-kb", type=int, default=16384, help="per-CPU ring buffer (default 16384 KiB)")
+    ap.add_argument("--buffer-kb", type=int, help=f"per-CPU ring buffer (default {DEFAULT_BUFFER_KB} KiB, or sized "
+                                                  "by --expect-events)")
+    ap.add_argument("--expect-events", type=int, default=0,
+                    help="events the run may record at most: the buffer is sized to hold them twice over, so that "
+                         "nothing is copied out while the run is measured (buffer_kb_for)")
     ap.add_argument("--poll-s", type=float, default=1.0, help="how often the buffer's fill is checked (s)")
     a = ap.parse_args()
     if a.csv:
@@ -209,7 +260,9 @@ def main():
     out = open(a.out, "w", newline="")
     rows, fd = 0, None
     try:
-        (inst / "buffer_size_kb").write_text(str(a.buffer_kb))
+        per_event = event_bytes((root / "events" / EVENT / "format").read_text())
+        kb = a.buffer_kb or buffer_kb_for(a.expect_events, per_event, mem_total_kb(), os.cpu_count() or 1)
+        kb = set_buffer_kb(inst, kb)
         clocks = (inst / "trace_clock").read_text()
         if "mono" in clocks.replace("[", " ").replace("]", " ").split():
             (inst / "trace_clock").write_text("mono")
@@ -221,13 +274,14 @@ def main():
             (ev / "filter").write_text(f'dev == "{a.dev}"')
         (ev / "enable").write_text("1")
         (inst / "tracing_on").write_text("1")
-        print(f"favor_trace: recording {EVENT} (dev {a.dev or 'any'}) into {a.out}", flush=True)
+        print(f"favor_trace: recording {EVENT} (dev {a.dev or 'any'}) into {a.out}; {kb} KiB per CPU, "
+              f"{per_event} bytes per event", flush=True)
         fd = os.open(inst / "trace_pipe", os.O_RDONLY | os.O_NONBLOCK)
         # The events stay in the kernel's ring buffer while the run is measured: reading trace_pipe makes the
         # kernel format every event as text, and parsing it costs Python more again (together 16-19 % of
         # the TCG guest's CPU at load 0.75-0.95 in quick's FaQ runs; docs/measurements.md). The buffer is
-        # copied out unparsed only when one CPU's buffer is half full (long or fast runs), and parsed after
-        # the stop signal, outside the measured window.
+        # copied out unparsed only when one CPU's buffer is half full (a run longer or faster than
+        # --expect-events said), and parsed after the stop signal, outside the measured window.
         with tempfile.TemporaryFile() as spool:
             while not stop:
                 time.sleep(a.poll_s)
@@ -238,7 +292,7 @@ def main():
             except FileNotFoundError:
                 # sch_favor was unloaded while recording: its events went with it, what was recorded stays
                 print("favor_trace: sch_favor was unloaded while recording; its events end there", flush=True)
-            t_stop = time.monotonic()
+            t_stop, during = time.monotonic(), spool.tell()
             drain(fd, spool)
             os.close(fd)
             fd = None
@@ -246,7 +300,8 @@ def main():
             rows = write_spool(spool, out, a.raw, offset)
         lost = lost_events(inst)
         out.write(f"# lost_events={lost}\n")
-        print(f"favor_trace: {rows} events written{' unparsed' if a.raw else ''}, {lost} lost; after the stop "
+        print(f"favor_trace: {rows} events written{' unparsed' if a.raw else ''}, {lost} lost; "
+              f"{during} bytes copied out during the run; after the stop "
               f"{t_drained - t_stop:.2f} s reading the kernel's buffer, {time.monotonic() - t_drained:.2f} s "
               "writing", flush=True)
     finally:

@@ -18,6 +18,23 @@ TRACER = Path("/opt/favorlab/qdisc/tools/favor_trace.py")
 
 TRACE_PARSE_WAIT_S = 300
 
+# Decisions per packet time of the bottleneck, at most: a departure's favored or standard row, and the drops and
+# push-outs of an overloaded queue on top (the figures config's FaQ run at 100 Mb/s and load 0.85 recorded 0.75
+# per packet time over its 90 s; docs/measurements.md)
+EVENTS_PER_PACKET_TIME = 1.5
+WINDOW_SLACK_S = 10       # the recorder starts before t0 and stops after the drain
+
+
+def expect_events(spec: dict) -> int:
+    """The most favor_enqueue events a run records: the bottleneck's packet rate (full-sized packets) times
+    EVENTS_PER_PACKET_TIME over the recorder's window. favor_trace.py sizes its ring buffer from it."""
+    topo = spec["topology"]
+    mbps = topo.get("bottleneck_mbps") or topo["hop_mbps"]      # a chain's AQM hops all run at hop_mbps
+    pps = float(mbps) * 1e6 / 8 / float(topo.get("mtu") or 1500)
+    window = (float(spec.get("duration_s") or 0) + float(spec.get("drain_s") or 0)
+              + float((spec.get("workload") or {}).get("warmup_cross_s") or 0) + WINDOW_SLACK_S)
+    return int(pps * EVENTS_PER_PACKET_TIME * window)
+
 
 # favor_trace.py's verdicts and the counters of sch_favor's xstats they mirror (one event per decision)
 TRACE_COUNTERS = {"favored": "favored", "standard": "standard", "pushout_victim": "pushouts",
@@ -85,7 +102,8 @@ def start(ctx) -> None:
         return     # a chain with aqm_hops [] has no favor queue to trace
     bneck = ctx.hostsj["bottleneck"]    # the dumbbell's rl-eth1; the chain's first AQM hop (r0-next)
     ctx.procs["trace"] = processes.popen([sys.executable, str(TRACER), "--raw", "--out",
-                                          str(ctx.dir / rundir.FAVOR_TRACE), "--dev", bneck["intf"]],
+                                          str(ctx.dir / rundir.FAVOR_TRACE), "--dev", bneck["intf"],
+                                          "--expect-events", str(expect_events(ctx.spec))],
                                          ctx.net.get(bneck["node"]),
                                          stdout=(ctx.dir / "log" / "favor-trace.out").open("w"),
                                          stderr=subprocess.STDOUT)

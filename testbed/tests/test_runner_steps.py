@@ -182,6 +182,24 @@ def test_trace_counts_check_holds_the_trace_to_the_queues_counters(tmp_path):
     assert favortrace.trace_counts_check(f, before, after, "rl", "rl-eth9") == {}
 
 
+def test_the_recorder_expects_the_bottlenecks_packet_rate_over_its_window():
+    """favor_trace.py's buffer is sized from this: 1.5 events per full-sized packet time of the bottleneck
+    (the AQM's rate, a chain's hop rate), over the traffic, the drain, the cross-traffic warm-up and 10 s."""
+    s = copy.deepcopy(SPEC)
+    s.update(duration_s=70, drain_s=20)
+    s["topology"].update(bottleneck_mbps=100, mtu=1500)
+    s.setdefault("workload", {}).pop("warmup_cross_s", None)
+    assert favortrace.expect_events(s) == 1_250_000
+    s["workload"]["warmup_cross_s"] = 10
+    assert favortrace.expect_events(s) == 1_375_000
+    c = chain_spec()
+    c.update(duration_s=70, drain_s=20)
+    c["topology"].pop("bottleneck_mbps", None)
+    c["topology"].update(hop_mbps=10, mtu=1500)
+    c.setdefault("workload", {}).pop("warmup_cross_s", None)
+    assert favortrace.expect_events(c) == 125_000
+
+
 def test_trace_check_reads_the_recorders_last_line(tmp_path):
     f = tmp_path / "favor-trace.txt"
     event = "# favor_trace raw offset=0.0\n  x-1 [000] ..... 1.0: favor_enqueue: dev=rl-eth1 verdict=favored src=\n"
