@@ -411,10 +411,10 @@ def _leaf(parent):
     return ["parent", parent, "handle", "10:", "favor"]
 
 
-def _htb_then(*child):
-    """htb rate 1mbit as the root (it makes the queue), `child` as its class's qdisc (handle 2:)."""
+def _htb_then(*child, rate="1mbit"):
+    """htb at `rate` as the root (it makes the queue), `child` as its class's qdisc (handle 2:)."""
     return [["qdisc", "add", "dev", "{dev}", "root", "handle", "1:", "htb", "default", "1"],
-            ["class", "add", "dev", "{dev}", "parent", "1:", "classid", "1:1", "htb", "rate", "1mbit", "burst", "3k"],
+            ["class", "add", "dev", "{dev}", "parent", "1:", "classid", "1:1", "htb", "rate", rate, "burst", "3k"],
             ["qdisc", "add", "dev", "{dev}", "parent", "1:1", "handle", "2:", *child]]
 
 
@@ -584,11 +584,14 @@ def test_memory_limit_is_set_shown_changed_and_checked(guest, kind):
 @pytest.mark.parametrize("kind", KINDS)
 def test_a_flood_beyond_memory_limit_is_dropped_and_counted(guest, kind):
     """1400-byte datagrams from new flows and a heavy one into the qdisc at limit 1000 packets and memory_limit
-    64kb under htb at 1 Mbit/s: the queue stops at its memory bound long before its packet limit. As the flood ends
-    it holds at most 64 KB of packet memory (so at most 64 KB / 1400 packets); every arrival refused was refused
+    64kb under htb at 100 kbit/s: the queue stops at its memory bound long before its packet limit. As the flood ends
+    it holds at most 64 KB of packet memory (so at most 64 KB / 1400 packets), 5 s of draining at that rate, so the
+    counters read after the flood still see it on a busy guest (at 1 Mbit/s it drained in 0.5 s and was once read
+    empty); every arrival refused was refused
     for memory (drops = drop_memory > 0, none for the packet limit) and counted at the parent too; once drained
     nothing is left in any qdisc and the memory count is back at 0."""
-    spec = {"tc": _htb_then(kind, "limit", "1000", "memory_limit", "64kb"), "flows": 200, "seconds": 3, "size": 1400}
+    spec = {"tc": _htb_then(kind, "limit", "1000", "memory_limit", "64kb", rate="100kbit"), "flows": 200,
+            "seconds": 3, "size": 1400}
     res = parents_run(guest, spec)
     during = next(q for q in res["during"] if q["kind"] == kind)
     leaf = next(q for q in res["qdiscs"] if q["kind"] == kind)
