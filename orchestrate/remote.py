@@ -138,6 +138,9 @@ def control_dir() -> Path:
     return d
 
 
+COMPRESS = ["-z", "--compress-level=1"]
+
+
 class Ssh:
     """ssh/rsync to a testbed host. A login other than root (CloudLab, FABRIC: a user with passwordless
     sudo) runs every command and the remote rsync through sudo, as the runner needs root. ssh_args are
@@ -226,10 +229,14 @@ class Ssh:
         every file mode is plain (--chmod: no setuid, setgid or sticky bit, nothing executable); symlinks
         only when they point inside the copied tree (--safe-links skips the others). The mtimes are kept
         for whoever reads the run's files; Snakemake judges a directory output by the
-        .snakemake_timestamp it writes itself, not by them."""
+        .snakemake_timestamp it writes itself, not by them.
+
+        Compressed at level 1 (-z: rsync 3.2 on both ends negotiates zstd, an older one zlib): the captures
+        compress several times over, and the copy back out of a TCG guest took a quarter of the time
+        (docs/measurements.md, "Copying a run back"; python -m orchestrate.bench_copy_back)."""
         sudo = ["--rsync-path=sudo -n rsync"] if self.sudo else []
         return ["rsync", "-rlt", "--safe-links", "--no-devices", "--no-specials", "--no-perms",
-                "--chmod=D755,F644", "--partial", *sudo, "-e", self.ssh_cmd(), src, dst]
+                "--chmod=D755,F644", "--partial", *COMPRESS, *sudo, "-e", self.ssh_cmd(), src, dst]
 
     def rsync(self, src: str, dst: str) -> None:
         self._ready()
