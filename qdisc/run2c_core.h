@@ -43,7 +43,7 @@ struct run2c_flow {
 
 struct run2c_counters {
 	u64 syns;		/* SYNs and SYN-ACKs seen: ISNs learnt */
-	u64 takeovers;		/* of them, SYNs whose bucket held another flow's ISN, now lost */
+	u64 takeovers;		/* of them, SYNs whose bucket held another flow's ISN */
 	u64 unknown_flow;	/* TCP packets of a flow without an ISN here: low class */
 	u64 no_tcp;		/* packets without a TCP header: low class */
 };
@@ -80,7 +80,7 @@ static inline bool run2c_core_classify(struct run2c_core *r, u32 bucket, const s
 		return false;
 	}
 	if (p->syn) {
-		/* a hash collision: the bucket's flow reads as unknown from now on, so say how often */
+		/* the bucket's flow, if it still sends, reads as unknown from now on: say how often */
 		if (f->known && f->tag != p->tag)
 			r->c.takeovers++;
 		f->tag = p->tag;

@@ -39,7 +39,7 @@ struct tc_run2c_xstats {
 	__u32	low_qlen;	/* low packets queued now */
 	__u64	drop_memory;	/* arrivals dropped as over memory_limit (before the algorithm saw them) */
 	__u64	memory_usage;	/* bytes of skb->truesize queued now */
-	__u64	takeovers;	/* SYNs that took a bucket holding another flow's ISN (a collision) */
+	__u64	takeovers;	/* SYNs that took a bucket holding another flow's ISN */
 };
 
 #endif /* _UAPI_RUN2C_H */
