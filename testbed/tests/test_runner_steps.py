@@ -264,7 +264,8 @@ def test_chain_run_has_its_routers_one_server_one_client_and_traces_hop_1(tmp_pa
     (tmp_path / "d" / "qdisc").mkdir(parents=True)
     started.clear()
     favortrace.start(d)
-    assert started[0][1] == "rl" and started[0][0][-1] == "rl-eth1"
+    argv, node = started[0]
+    assert node == "rl" and argv[argv.index("--dev") + 1] == "rl-eth1"
     assert d.routers() == ("rl", "rr") and traffic.client_hosts(d) == list(dumbbell.HOSTS) == traffic.server_hosts(d)
 
 
