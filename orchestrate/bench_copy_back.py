@@ -41,12 +41,12 @@ def main() -> None:
     try:
         for _ in range(a.reps):
             for kind in times:
-                argv = ssh.rsync_argv(ssh.at(f"{BENCH_DIR}/"), "")
-                if kind == "uncompressed":
-                    argv = [x for x in argv if x not in remote.COMPRESS]
                 with tempfile.TemporaryDirectory(dir="/var/tmp") as d:
+                    argv = ssh.rsync_argv(ssh.at(f"{BENCH_DIR}/"), f"{d}/")
+                    if kind == "uncompressed":
+                        argv = [x for x in argv if x not in remote.COMPRESS]
                     t = time.monotonic()
-                    subprocess.run(argv[:-1] + [f"{d}/"], check=True, capture_output=True)
+                    subprocess.run(argv, check=True, capture_output=True)
                     w = time.monotonic() - t
                     ok = same_tree(a.run_dir, Path(d))
                 times[kind].append(w)

@@ -9,7 +9,8 @@ In the guest, as root: two network namespaces of its own joined by a veth pair, 
 For each recording it prints the recorder's CPU seconds over the traffic (from /proc/PID/stat), the guest's
 busy share over it (/proc/stat), the bytes the recorder copied out during the run and the seconds it read after
 the stop (its log), and iperf3's received rate; then the medians and the ratio of the recorder's CPU
-(docs/measurements.md, "The favor trace's buffer"). Python standard library only.
+(docs/measurements.md, "The favor trace's buffer"). Python standard library and the repository's topologies.tc (as
+the dumbbell builds its bottleneck).
 """
 import argparse
 import json
@@ -18,10 +19,14 @@ import re
 import signal
 import statistics
 import subprocess
+import sys
 import time
 
-TRACER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tools", "favor_trace.py")
-TC = ["env", "TC_LIB_DIR=/usr/local/lib/favorlab/tc", "tc"]
+REPO = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..")
+sys.path.insert(0, REPO)      # the repository copy in the guest: a script, not an installed package
+from topologies import tc     # noqa: E402  (the dumbbell's own bottleneck commands)
+
+TRACER = os.path.join(REPO, "qdisc", "tools", "favor_trace.py")
 MODES = {"fixed 16 MB": ["--buffer-kb", "16384"], "sized": ["--expect-events", "600000"]}
 
 
@@ -51,12 +56,10 @@ def once(args, seconds):
             sh("ip", "addr", "add", ip, "dev", dev, ns=ns)
             sh("ip", "link", "set", dev, "up", ns=ns)
             sh("ip", "link", "set", "lo", "up", ns=ns)
-            subprocess.run(["ip", "netns", "exec", ns, "ethtool", "-K", dev, "tso", "off", "gso", "off", "gro",
-                            "off"], capture_output=True)
+            subprocess.run(["ip", "netns", "exec", ns, *tc.offload_cmd(dev)], capture_output=True)
         sh("modprobe", "sch_favor")
-        sh(*TC, "qdisc", "add", "dev", "fq0", "root", "handle", "1:", "htb", "default", "1", ns=snd)
-        sh(*TC, "class", "add", "dev", "fq0", "parent", "1:", "classid", "1:1", "htb", "rate", "100mbit", ns=snd)
-        sh(*TC, "qdisc", "add", "dev", "fq0", "parent", "1:1", "favor", "limit", "83", ns=snd)
+        for cmd in tc.bottleneck_cmds("fq0", 100, "favor", ["limit", "83"]):
+            sh(*cmd, ns=snd, env=tc.tc_env("favor"))
         srv = subprocess.Popen(["ip", "netns", "exec", rcv, "iperf3", "-s", "-1", "-B", "10.77.0.2"],
                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         log = "/tmp/trace-cost-recorder.log"
