@@ -29,6 +29,11 @@ FAVORVM = REPO / "testbed" / "vm" / "favorvm"
 SHARED_VM = "favorlab-test"
 # the tests marked `long` run only when asked (`./favorlab test --long` sets it): docs/testing.md, "Long tests"
 LONG_TESTS = "FAVORLAB_LONG_TESTS"
+# one part of the suite only (tests/session.py runs them as three sessions): timing, host or guest
+PART = os.environ.get("FAVORLAB_TEST_PART")
+PARTS = {"timing": (-1,), "host": (0,), "guest": (1, 2)}
+# where tests/session.py waits for the file that says the shared guest is up
+GUEST_UP_FILE = os.environ.get("FAVORLAB_TEST_GUEST_UP")
 
 
 def _no_guest(why: str):
@@ -117,8 +122,16 @@ def pytest_collection_modifyitems(session, config, items):
             if item.get_closest_marker("long") is not None:
                 item.add_marker(skip)
     items[:] = sorted(items, key=_order)      # a stable sort: each group keeps its order
+    if PART is not None:
+        if PART not in PARTS:
+            raise pytest.UsageError(f"FAVORLAB_TEST_PART={PART!r}: one of {', '.join(PARTS)} (tests/session.py)")
+        keep = [i for i in items if _order(i) in PARTS[PART]]
+        config.hook.pytest_deselected(items=[i for i in items if _order(i) not in PARTS[PART]])
+        items[:] = keep
     runs = [i for i in items if not any(m.name == "skip" for m in i.iter_markers())]
-    if any("shared_guest" in i.fixturenames for i in runs) and not _guest_prerequisite_missing() \
+    # (the guest's part alone starts the bring-up in its fixture, at the normal priority: nothing runs beside it
+    # in that session)
+    if PART is None and any("shared_guest" in i.fixturenames for i in runs) and not _guest_prerequisite_missing() \
             and not config.getoption("collectonly"):
         _GUEST_UP_WANTED = True
 
@@ -213,6 +226,8 @@ def shared_guest():
         _no_guest(f"the guest does not start here: {stdout.strip()[-600:]}")
     if niced:
         _guest_priority_back()
+    if GUEST_UP_FILE:
+        Path(GUEST_UP_FILE).touch()
     yield {**testbed, "provision_log": stdout}
     if os.environ.get("FAVORLAB_TEST_KEEP_VM") != "1":
         subprocess.run([str(FAVORVM), "stop", "--name", SHARED_VM], capture_output=True, timeout=300)

@@ -1,0 +1,220 @@
+"""`./favorlab test` with no pytest arguments: the whole suite as three pytest sessions, two of them side by side.
+
+1. The `timing` tests alone (they bound how late this machine starts a process: nothing may run beside them).
+2. Then two sessions at once: the tests on the QEMU guest (the shared guest's bring-up first, then its suites,
+   then the tests that start a guest of their own), and the tests that need no guest. Until the shared guest is
+   up, both run at the normal priority (the bring-up is an image build and a DKMS build under emulation; the
+   tests beside it are what the suite ran beside it before). Once it is up, the guest's runs need the CPU:
+   the host's session drops to the lowest share of the CPU (`LowPriority`) and takes only what the guest leaves,
+   until the guest's session ends and it gets the normal share back.
+
+Under TCG the guest's tests leave a core idle much of the time (SSH round trips, waits, one-vCPU stretches), and
+the tests that need no guest are about half of the suite's time: run one after the other they took 75 minutes
+on this project's 2-core machine, so this is what fits CI's time (docs/testing.md, "The order of a session").
+Each part is picked by conftest.py (`FAVORLAB_TEST_PART`), from the same order a single session runs in, so the
+three parts are the whole suite (tests/test_session.py checks it). Their output is interleaved line by line,
+each line marked with its part; each prints its own summary. The exit status is the first failing part's.
+
+    tests/session.py            what `./favorlab test` runs (FAVORLAB_LONG_TESTS=1 for --long)
+    FAVORLAB_TEST_SERIAL=1 ./favorlab test     one session, one part after the other (the order of conftest.py)
+"""
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+PART = "FAVORLAB_TEST_PART"
+# the file the guest's session creates once the shared guest is up (conftest.py's shared_guest)
+GUEST_UP = "FAVORLAB_TEST_GUEST_UP"
+NO_TESTS = 5        # pytest's exit status when a part selects no test: not a failure of the suite
+# cgroup v1's cpu.shares: the default, and the least the kernel takes (a share of about 2/1026 of a busy CPU)
+SHARES_NORMAL, SHARES_LOW = 1024, 2
+CGROUP_V1_CPU = Path("/sys/fs/cgroup/cpu")
+
+
+class LowPriority:
+    """A group of processes whose CPU share can be lowered and raised again as one: every process it starts and
+    all they start, whatever their session. Where cgroup v1's cpu controller is writable (root on this
+    project's machines), a cgroup of its own whose cpu.shares goes from 1024 to 2: a double-forked or setsid
+    child stays in it. Elsewhere, the group leader's autogroup (its session) goes to nice 19 and every
+    process under it to SCHED_IDLE, which a process that left the session escapes. The kernel's own scheduler
+    classes, not a hand-written throttle: a low share costs the guest nothing when the guest wants the CPU,
+    and leaves the host's tests all the CPU the guest does not use."""
+
+    def __init__(self):
+        self.cgroup = None
+        if os.access(CGROUP_V1_CPU / "cgroup.procs", os.W_OK):
+            path = CGROUP_V1_CPU / f"favorlab-tests-{os.getpid()}"
+            try:
+                path.mkdir()
+                self.cgroup = path
+            except OSError:
+                self.cgroup = None
+        self.leader = None
+        self.low = False
+
+    def join(self) -> None:
+        """preexec_fn of the group's leader: into the cgroup (or a session of its own) before it executes."""
+        if self.cgroup is not None:
+            (self.cgroup / "cgroup.procs").write_text(str(os.getpid()))
+        else:
+            os.setsid()
+
+    def started(self, pid: int) -> None:
+        self.leader = pid
+
+    def lower(self) -> str:
+        self.low = True
+        return self._set(True)
+
+    def restore(self) -> str:
+        if not self.low:
+            return ""
+        self.low = False
+        return self._set(False)
+
+    def _set(self, low: bool) -> str:
+        if self.cgroup is not None:
+            (self.cgroup / "cpu.shares").write_text(str(SHARES_LOW if low else SHARES_NORMAL))
+            return f"cpu.shares {SHARES_LOW if low else SHARES_NORMAL} (cgroup {self.cgroup})"
+        try:
+            Path(f"/proc/{self.leader}/autogroup").write_text("19" if low else "0")
+        except OSError:
+            pass        # no autogroup in this kernel: the scheduling class below still applies
+        policy = os.SCHED_IDLE if low else os.SCHED_OTHER
+        for pid in _descendants(self.leader):
+            for tid in _threads(pid):
+                try:
+                    os.sched_setscheduler(tid, policy, os.sched_param(0))
+                except OSError:
+                    pass    # gone meanwhile
+        return f"{'SCHED_IDLE and autogroup nice 19' if low else 'SCHED_OTHER and autogroup nice 0'}"
+
+    def close(self) -> None:
+        """The cgroup removed; a process still in it (a test's leftover) moved to the parent group first."""
+        if self.cgroup is None:
+            return
+        try:
+            for pid in (self.cgroup / "cgroup.procs").read_text().split():
+                try:
+                    (CGROUP_V1_CPU / "cgroup.procs").write_text(pid)
+                except OSError:
+                    pass
+            self.cgroup.rmdir()
+        except OSError as e:
+            print(f"session: could not remove {self.cgroup}: {e}", file=sys.stderr)
+
+
+def _threads(pid: int) -> list[int]:
+    try:
+        return [int(t) for t in os.listdir(f"/proc/{pid}/task")]
+    except OSError:
+        return []
+
+
+def _descendants(root: int) -> list[int]:
+    children: dict[int, list[int]] = {}
+    for d in os.listdir("/proc"):
+        if d.isdigit():
+            try:
+                ppid = int(Path(f"/proc/{d}/stat").read_text().rsplit(")", 1)[1].split()[1])
+            except (OSError, IndexError, ValueError):
+                continue
+            children.setdefault(ppid, []).append(int(d))
+    out, todo = [], [root]
+    while todo:
+        pid = todo.pop()
+        out.append(pid)
+        todo.extend(children.get(pid, []))
+    return out
+
+
+def _pytest(part: str, extra_env: dict | None = None, **kw) -> subprocess.Popen:
+    env = dict(os.environ, **{PART: part, "PYTHONUNBUFFERED": "1"}, **(extra_env or {}))
+    return subprocess.Popen([sys.executable, "-m", "pytest"], cwd=REPO, env=env, stdin=subprocess.DEVNULL, **kw)
+
+
+def _pump(proc: subprocess.Popen, label: str, lock: threading.Lock) -> threading.Thread:
+    def run():
+        for line in proc.stdout:
+            with lock:
+                sys.stdout.write(f"{label} | {line}")
+                sys.stdout.flush()
+    t = threading.Thread(target=run, daemon=True)
+    t.start()
+    return t
+
+
+def _ok(rc: int) -> bool:
+    return rc in (0, NO_TESTS)
+
+
+def main() -> int:
+    if os.environ.get("FAVORLAB_TEST_SERIAL") == "1":
+        os.execv(sys.executable, [sys.executable, "-m", "pytest"])
+    t0 = time.monotonic()
+    print("session: the timing tests alone, then the guest's tests and the tests that need no guest side by side "
+          "(tests/session.py)", flush=True)
+    timing = _pytest("timing")
+    rcs = {"timing": timing.wait()}
+    group = LowPriority()
+    lock = threading.Lock()
+    with tempfile.TemporaryDirectory(prefix="favorlab-session-") as tmp:
+        up = Path(tmp) / "guest-up"
+        guest = _pytest("guest", {GUEST_UP: str(up)}, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        host = _pytest("host", stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, preexec_fn=group.join)
+        group.started(host.pid)
+        pumps = [_pump(guest, "guest", lock), _pump(host, "host ", lock)]
+        procs = {"guest": guest, "host": host}
+        ended: dict[str, float] = {}
+
+        def note(msg):
+            with lock:
+                print(f"session | [{(time.monotonic() - t0) / 60:5.1f} min] {msg}", flush=True)
+
+        def interrupt(signum, _frame):
+            # a terminal's Ctrl-C reaches the parts in this process group itself; passed on to the others only
+            for p in procs.values():
+                try:
+                    if p.poll() is None and (signum != signal.SIGINT or os.getpgid(p.pid) != os.getpgrp()):
+                        p.send_signal(signum)
+                except ProcessLookupError:
+                    pass
+        old = signal.signal(signal.SIGINT, interrupt), signal.signal(signal.SIGTERM, interrupt)
+        try:
+            while len(ended) < 2:
+                for name, p in procs.items():
+                    if name not in ended and p.poll() is not None:
+                        ended[name] = time.monotonic()
+                        note(f"the {name} part ended (exit {p.returncode})")
+                if "guest" in ended or "host" in ended:
+                    how = group.restore()
+                    if how:
+                        note(f"the host part back to the normal share of the CPU: {how}")
+                elif not group.low and up.exists():
+                    note(f"the shared guest is up: the host part to the lowest share of the CPU: {group.lower()}")
+                time.sleep(1)
+        finally:
+            signal.signal(signal.SIGINT, old[0])
+            signal.signal(signal.SIGTERM, old[1])
+            for t in pumps:
+                t.join(timeout=30)
+            group.close()
+        rcs.update({name: p.returncode for name, p in procs.items()})
+    minutes = {name: (ended[name] - t0) / 60 for name in ended}
+    print(f"session: timing exit {rcs['timing']}; guest part exit {rcs['guest']} at {minutes['guest']:.1f} min; "
+          f"host part exit {rcs['host']} at {minutes['host']:.1f} min; {(time.monotonic() - t0) / 60:.1f} min in all",
+          flush=True)
+    bad = [rc for rc in rcs.values() if not _ok(rc)]
+    return bad[0] if bad else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
