@@ -20,8 +20,7 @@ from pathlib import Path
 import pytest
 
 from favorlab_testing import CONTAINERS, unavailable
-from orchestrate import bundle as bd
-from orchestrate.tests.test_bundle import made, _bundle, _figure_tables  # noqa: F401 (made is a fixture)
+from orchestrate.tests.test_bundle import made, analysed, _figure_tables  # noqa: F401 (made, analysed: fixtures)
 
 REPO = Path(__file__).resolve().parents[1]
 BUILD = REPO / "containers" / "build"
@@ -224,10 +223,10 @@ def built(engine):
 
 @pytest.mark.slow
 @pytest.mark.container
-def test_analysis_image_gives_the_hosts_verdict_and_figure_tables_byte_for_byte(built, made, tmp_path):
+def test_analysis_image_gives_the_hosts_verdict_and_figure_tables_byte_for_byte(built, analysed, tmp_path):
     eng, env, ids = built
-    b = _bundle(made, tmp_path)
-    host = bd.analyse(b, tmp_path / "host", cores=1, log=lambda _m: None)
+    plain, host, _ = analysed
+    b = Path(shutil.copy(plain, tmp_path / plain.name))
     p = subprocess.run([str(REPO / "containers" / "run"), "analysis", "analyse", f"/data/{b.name}", "--out",
                         "/data/image", "--cores", "1"], cwd=tmp_path, capture_output=True, text=True, timeout=1800,
                        env=dict(env, FAVORLAB_ENGINE=Path(eng[0]).name, FAVORLAB_DATA=str(tmp_path)))

@@ -60,6 +60,18 @@ def _bundle(made, tmp_path, **kw):
     return bd.bundle(cfg, tmp_path / "b.tar.gz", results=res, log=lambda _m: None, **kw)
 
 
+@pytest.fixture(scope="module")
+def analysed(made, tmp_path_factory, rscript):
+    """The plain bundle of `made` and its analysis (its folder `one`, the lines analyse logged): the reference
+    the analyses of other names, of the analysed folder and in the container image must match, made once
+    (an analysis is about half a minute of R)."""
+    root = tmp_path_factory.mktemp("analysed")
+    b = _bundle(made, root)
+    lines = []
+    one = bd.analyse(b, root / "one", cores=1, log=lines.append)
+    return b, one, lines
+
+
 def _names(path):
     with tarfile.open(path) as t:
         return [m.name for m in t.getmembers()]
@@ -189,10 +201,8 @@ def _figure_tables(d: Path) -> dict:
 
 @need_r
 @pytest.mark.slow
-def test_analyse_a_bundle_twice_gives_the_same_verdict_and_figure_tables(made, tmp_path):
-    b = _bundle(made, tmp_path)
-    lines = []
-    one = bd.analyse(b, tmp_path / "one", cores=1, log=lines.append)
+def test_analyse_a_bundle_twice_gives_the_same_verdict_and_figure_tables(analysed, tmp_path):
+    b, one, lines = analysed
     assert any("from the bundled tables (no pcaps): 4 run(s)" in x for x in lines)
     for f in ["verdict.csv", "report.html", "figures/ranking.csv", "figures/index.csv"]:
         assert (one / f).is_file(), f
@@ -242,15 +252,15 @@ def test_analyse_a_results_directory_leaves_it_untouched(made, tmp_path):
 
 @need_r
 @pytest.mark.slow
-def test_analyse_a_bundle_whose_file_name_and_folder_hold_spaces_and_shell_metacharacters(made, tmp_path):
+def test_analyse_a_bundle_whose_file_name_and_folder_hold_spaces_and_shell_metacharacters(analysed, tmp_path):
     """A browser's `quick-bundle (1).tar.gz`, a name with `;`, and an --out with spaces and `$(...)`: the
     analysis runs (every name on the rules' command lines quoted, the default folder a plain name) to the
     same verdict as the plainly named bundle, and no payload runs."""
-    plain = bd.analyse(_bundle(made, tmp_path), tmp_path / "plain", cores=1, log=lambda _m: None)
+    plain_bundle, plain, _ = analysed
     odd = tmp_path / "dl"
     odd.mkdir()
     b = odd / "quick-bundle (1); touch CANARY.tar.gz"
-    shutil.copy(tmp_path / "b.tar.gz", b)
+    shutil.copy(plain_bundle, b)
     one = bd.analyse(b, cores=1, log=lambda _m: None)
     assert one == odd / "quick-bundle-1-touch-CANARY"
     spaced = bd.analyse(b, odd / "my results; $(touch CANARY)", cores=1, log=lambda _m: None)
