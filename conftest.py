@@ -32,6 +32,8 @@ LONG_TESTS = "FAVORLAB_LONG_TESTS"
 # one part of the suite only (tests/session.py runs them as three sessions): timing, host or guest
 PART = os.environ.get("FAVORLAB_TEST_PART")
 PARTS = {"timing": (-1,), "host": (0,), "guest": (1, 2)}
+# where tests/session.py waits for the file that says the shared guest is up
+GUEST_UP_FILE = os.environ.get("FAVORLAB_TEST_GUEST_UP")
 
 
 def _no_guest(why: str):
@@ -224,6 +226,8 @@ def shared_guest():
         _no_guest(f"the guest does not start here: {stdout.strip()[-600:]}")
     if niced:
         _guest_priority_back()
+    if GUEST_UP_FILE:
+        Path(GUEST_UP_FILE).touch()
     yield {**testbed, "provision_log": stdout}
     if os.environ.get("FAVORLAB_TEST_KEEP_VM") != "1":
         subprocess.run([str(FAVORVM), "stop", "--name", SHARED_VM], capture_output=True, timeout=300)

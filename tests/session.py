@@ -2,18 +2,18 @@
 
 1. The `timing` tests alone (they bound how late this machine starts a process: nothing may run beside them).
 2. Then two sessions at once: the tests on the QEMU guest (the shared guest's bring-up first, then its suites,
-   then the tests that start a guest of their own) at the normal priority, and the tests that need no guest at
-   the lowest share of the CPU there is (`LowPriority`): they take only what the guest's session leaves, so the
-   guest's bring-up and runs go as fast as on a quiet machine, until the guest's session ends and the host's
-   gets the normal share back.
+   then the tests that start a guest of their own), and the tests that need no guest. Until the shared guest is
+   up, both run at the normal priority (the bring-up is an image build and a DKMS build under emulation; the
+   tests beside it are what the suite ran beside it before). Once it is up, the guest's runs need the CPU:
+   the host's session drops to the lowest share of the CPU (`LowPriority`) and takes only what the guest leaves,
+   until the guest's session ends and it gets the normal share back.
 
-Under TCG the guest's session leaves a core idle much of the time (its provisioning and most of its runs keep one
-vCPU busy; SSH round trips and waits keep none), and most tests that need no guest use one core: run one after the
-other the two took 75 minutes on this project's 2-core machine, so this is what fits CI's time
-(docs/testing.md, "The order of a session"). Each part is picked by conftest.py (`FAVORLAB_TEST_PART`), from
-the same order a single session runs in, so the three parts are the whole suite (tests/test_session.py checks
-it). Their output is interleaved line by line, each line marked with its part; each prints its own summary. The
-exit status is the first failing part's.
+Under TCG the guest's tests leave a core idle much of the time (SSH round trips, waits, one-vCPU stretches), and
+the tests that need no guest are about half of the suite's time: run one after the other they took 75 minutes
+on this project's 2-core machine, so this is what fits CI's time (docs/testing.md, "The order of a session").
+Each part is picked by conftest.py (`FAVORLAB_TEST_PART`), from the same order a single session runs in, so the
+three parts are the whole suite (tests/test_session.py checks it). Their output is interleaved line by line,
+each line marked with its part; each prints its own summary. The exit status is the first failing part's.
 
     tests/session.py            what `./favorlab test` runs (FAVORLAB_LONG_TESTS=1 for --long)
     FAVORLAB_TEST_SERIAL=1 ./favorlab test     one session, one part after the other (the order of conftest.py)
@@ -24,12 +24,15 @@ import os
 import signal
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 PART = "FAVORLAB_TEST_PART"
+# the file the guest's session creates once the shared guest is up (conftest.py's shared_guest)
+GUEST_UP = "FAVORLAB_TEST_GUEST_UP"
 NO_TESTS = 5        # pytest's exit status when a part selects no test: not a failure of the suite
 # cgroup v1's cpu.shares: the default, and the least the kernel takes (a share of about 2/1026 of a busy CPU)
 SHARES_NORMAL, SHARES_LOW = 1024, 2
@@ -58,22 +61,11 @@ class LowPriority:
         self.low = False
 
     def join(self) -> None:
-        """preexec_fn of the group's leader: into the cgroup (or a session of its own, lowered if the group is)
-        before it executes."""
+        """preexec_fn of the group's leader: into the cgroup (or a session of its own) before it executes."""
         if self.cgroup is not None:
             (self.cgroup / "cgroup.procs").write_text(str(os.getpid()))
-            return
-        os.setsid()
-        if self.low:
-            self._lower_self()
-
-    @staticmethod
-    def _lower_self() -> None:
-        try:
-            Path("/proc/self/autogroup").write_text("19")
-        except OSError:
-            pass        # no autogroup in this kernel: the scheduling class still applies
-        os.sched_setscheduler(0, os.SCHED_IDLE, os.sched_param(0))
+        else:
+            os.setsid()
 
     def started(self, pid: int) -> None:
         self.leader = pid
@@ -92,8 +84,6 @@ class LowPriority:
         if self.cgroup is not None:
             (self.cgroup / "cpu.shares").write_text(str(SHARES_LOW if low else SHARES_NORMAL))
             return f"cpu.shares {SHARES_LOW if low else SHARES_NORMAL} (cgroup {self.cgroup})"
-        if self.leader is None:
-            return "SCHED_IDLE and autogroup nice 19 (as it starts)"
         try:
             Path(f"/proc/{self.leader}/autogroup").write_text("19" if low else "0")
         except OSError:
@@ -176,45 +166,48 @@ def main() -> int:
     rcs = {"timing": timing.wait()}
     group = LowPriority()
     lock = threading.Lock()
+    with tempfile.TemporaryDirectory(prefix="favorlab-session-") as tmp:
+        up = Path(tmp) / "guest-up"
+        guest = _pytest("guest", {GUEST_UP: str(up)}, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        host = _pytest("host", stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, preexec_fn=group.join)
+        group.started(host.pid)
+        pumps = [_pump(guest, "guest", lock), _pump(host, "host ", lock)]
+        procs = {"guest": guest, "host": host}
+        ended: dict[str, float] = {}
 
-    def note(msg):
-        with lock:
-            print(f"session | [{(time.monotonic() - t0) / 60:5.1f} min] {msg}", flush=True)
-    note(f"the host part at the lowest share of the CPU beside the guest part: {group.lower()}")
-    guest = _pytest("guest", stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-    host = _pytest("host", stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, preexec_fn=group.join)
-    group.started(host.pid)
-    pumps = [_pump(guest, "guest", lock), _pump(host, "host ", lock)]
-    procs = {"guest": guest, "host": host}
-    ended: dict[str, float] = {}
+        def note(msg):
+            with lock:
+                print(f"session | [{(time.monotonic() - t0) / 60:5.1f} min] {msg}", flush=True)
 
-    def interrupt(signum, _frame):
-        # a terminal's Ctrl-C reaches the parts in this process group itself; passed on to the others only
-        for p in procs.values():
-            try:
-                if p.poll() is None and (signum != signal.SIGINT or os.getpgid(p.pid) != os.getpgrp()):
-                    p.send_signal(signum)
-            except ProcessLookupError:
-                pass
-    old = signal.signal(signal.SIGINT, interrupt), signal.signal(signal.SIGTERM, interrupt)
-    try:
-        while len(ended) < 2:
-            for name, p in procs.items():
-                if name not in ended and p.poll() is not None:
-                    ended[name] = time.monotonic()
-                    note(f"the {name} part ended (exit {p.returncode})")
-            if "guest" in ended:
-                how = group.restore()
-                if how:
-                    note(f"the host part back to the normal share of the CPU: {how}")
-            time.sleep(1)
-    finally:
-        signal.signal(signal.SIGINT, old[0])
-        signal.signal(signal.SIGTERM, old[1])
-        for t in pumps:
-            t.join(timeout=30)
-        group.close()
-    rcs.update({name: p.returncode for name, p in procs.items()})
+        def interrupt(signum, _frame):
+            # a terminal's Ctrl-C reaches the parts in this process group itself; passed on to the others only
+            for p in procs.values():
+                try:
+                    if p.poll() is None and (signum != signal.SIGINT or os.getpgid(p.pid) != os.getpgrp()):
+                        p.send_signal(signum)
+                except ProcessLookupError:
+                    pass
+        old = signal.signal(signal.SIGINT, interrupt), signal.signal(signal.SIGTERM, interrupt)
+        try:
+            while len(ended) < 2:
+                for name, p in procs.items():
+                    if name not in ended and p.poll() is not None:
+                        ended[name] = time.monotonic()
+                        note(f"the {name} part ended (exit {p.returncode})")
+                if "guest" in ended or "host" in ended:
+                    how = group.restore()
+                    if how:
+                        note(f"the host part back to the normal share of the CPU: {how}")
+                elif not group.low and up.exists():
+                    note(f"the shared guest is up: the host part to the lowest share of the CPU: {group.lower()}")
+                time.sleep(1)
+        finally:
+            signal.signal(signal.SIGINT, old[0])
+            signal.signal(signal.SIGTERM, old[1])
+            for t in pumps:
+                t.join(timeout=30)
+            group.close()
+        rcs.update({name: p.returncode for name, p in procs.items()})
     minutes = {name: (ended[name] - t0) / 60 for name in ended}
     print(f"session: timing exit {rcs['timing']}; guest part exit {rcs['guest']} at {minutes['guest']:.1f} min; "
           f"host part exit {rcs['host']} at {minutes['host']:.1f} min; {(time.monotonic() - t0) / 60:.1f} min in all",
