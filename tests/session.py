@@ -29,6 +29,8 @@ import threading
 import time
 from pathlib import Path
 
+import psutil   # snakemake's own dependency, pinned in containers/requirements.lock
+
 REPO = Path(__file__).resolve().parents[1]
 PART = "FAVORLAB_TEST_PART"
 # the file the guest's session creates once the shared guest is up (conftest.py's shared_guest)
@@ -48,9 +50,10 @@ class LowPriority:
     classes, not a hand-written throttle: a low share costs the guest nothing when the guest wants the CPU,
     and leaves the host's tests all the CPU the guest does not use."""
 
-    def __init__(self):
+    def __init__(self, cgroup: bool = True):
+        """cgroup False: the autogroup and SCHED_IDLE way even where a cgroup could be made."""
         self.cgroup = None
-        if os.access(CGROUP_V1_CPU / "cgroup.procs", os.W_OK):
+        if cgroup and os.access(CGROUP_V1_CPU / "cgroup.procs", os.W_OK):
             path = CGROUP_V1_CPU / f"favorlab-tests-{os.getpid()}"
             try:
                 path.mkdir()
@@ -89,12 +92,12 @@ class LowPriority:
         except OSError:
             pass        # no autogroup in this kernel: the scheduling class below still applies
         policy = os.SCHED_IDLE if low else os.SCHED_OTHER
-        for pid in _descendants(self.leader):
-            for tid in _threads(pid):
-                try:
-                    os.sched_setscheduler(tid, policy, os.sched_param(0))
-                except OSError:
-                    pass    # gone meanwhile
+        for proc in tree(self.leader):
+            try:
+                for thread in proc.threads():
+                    os.sched_setscheduler(thread.id, policy, os.sched_param(0))
+            except (OSError, psutil.Error):
+                pass    # gone meanwhile
         return f"{'SCHED_IDLE and autogroup nice 19' if low else 'SCHED_OTHER and autogroup nice 0'}"
 
     def close(self) -> None:
@@ -112,28 +115,13 @@ class LowPriority:
             print(f"session: could not remove {self.cgroup}: {e}", file=sys.stderr)
 
 
-def _threads(pid: int) -> list[int]:
+def tree(pid: int) -> list[psutil.Process]:
+    """The process and all it started that are still its descendants (psutil reads /proc for it)."""
     try:
-        return [int(t) for t in os.listdir(f"/proc/{pid}/task")]
-    except OSError:
+        root = psutil.Process(pid)
+        return [root, *root.children(recursive=True)]
+    except psutil.NoSuchProcess:
         return []
-
-
-def _descendants(root: int) -> list[int]:
-    children: dict[int, list[int]] = {}
-    for d in os.listdir("/proc"):
-        if d.isdigit():
-            try:
-                ppid = int(Path(f"/proc/{d}/stat").read_text().rsplit(")", 1)[1].split()[1])
-            except (OSError, IndexError, ValueError):
-                continue
-            children.setdefault(ppid, []).append(int(d))
-    out, todo = [], [root]
-    while todo:
-        pid = todo.pop()
-        out.append(pid)
-        todo.extend(children.get(pid, []))
-    return out
 
 
 def _pytest(part: str, extra_env: dict | None = None, **kw) -> subprocess.Popen:
@@ -194,7 +182,9 @@ def main() -> int:
                     if name not in ended and p.poll() is not None:
                         ended[name] = time.monotonic()
                         note(f"the {name} part ended (exit {p.returncode})")
-                if "guest" in ended or "host" in ended:
+                if "host" in ended:
+                    pass            # nothing left to lower or restore
+                elif "guest" in ended:
                     how = group.restore()
                     if how:
                         note(f"the host part back to the normal share of the CPU: {how}")

@@ -6,10 +6,12 @@ import sys
 import time
 from pathlib import Path
 
+import psutil
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import session  # noqa: E402 (tests/ is no package)
+from workloads.bench import proc_cpu  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -44,14 +46,13 @@ def test_an_unknown_part_is_refused_with_the_parts_there_are():
 BUSY = "import time\nt = time.monotonic() + 30\nwhile time.monotonic() < t: pass\n"
 
 
-def _cpu_seconds(pids):
+def _cpu_seconds(procs):
     total = 0.0
-    for pid in pids:
+    for proc in procs:
         try:
-            fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+            total += sum(proc_cpu(proc.pid))
         except OSError:
             continue
-        total += (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
     return total
 
 
@@ -61,7 +62,7 @@ def _busy_group(group, n):
     leader = subprocess.Popen(["sh", "-c", f"{loops} wait"], preexec_fn=group.join)
     group.started(leader.pid)
     deadline = time.monotonic() + 10
-    while len(session._descendants(leader.pid)) < n + 1 and time.monotonic() < deadline:
+    while len(session.tree(leader.pid)) < n + 1 and time.monotonic() < deadline:
         time.sleep(0.05)
     return leader
 
@@ -75,15 +76,11 @@ def test_a_lowered_group_gets_almost_no_cpu_beside_busy_normal_ones_and_all_of_i
         pytest.skip("cgroup v1's cpu controller is not writable here (root on a cgroup v1 machine); "
                     "the autogroup case runs instead")
     ncpu = os.cpu_count() or 1
-    normal, low = session.LowPriority(), session.LowPriority()
-    if kind == "autogroup":
-        normal.close()
-        low.close()
-        normal.cgroup = low.cgroup = None
+    normal, low = session.LowPriority(kind == "cgroup"), session.LowPriority(kind == "cgroup")
     leaders = []
     try:
         leaders = [_busy_group(normal, ncpu), _busy_group(low, ncpu)]
-        pids = [session._descendants(leader.pid) for leader in leaders]
+        pids = [session.tree(leader.pid) for leader in leaders]
         low.lower()
 
         def used(seconds):
@@ -97,10 +94,10 @@ def test_a_lowered_group_gets_almost_no_cpu_beside_busy_normal_ones_and_all_of_i
         assert got_low > 0.5 * got_normal, (got_normal, got_low)
     finally:
         for leader in leaders:
-            for pid in session._descendants(leader.pid)[::-1]:
+            for proc in session.tree(leader.pid)[::-1]:
                 try:
-                    os.kill(pid, 9)
-                except ProcessLookupError:
+                    proc.kill()
+                except psutil.NoSuchProcess:
                     pass
             leader.wait()
         normal.close()
