@@ -65,6 +65,44 @@ def test_cache_key_follows_inputs():
         fv.GUEST_FILES.update(files)
 
 
+def test_the_prebuilt_qdiscs_are_part_of_the_key_and_read_from_the_role(tmp_path, monkeypatch):
+    """The image holds sch_favor built by DKMS from qdisc/ (provisioning then builds nothing under TCG): an edit
+    of any source the role copies, or of its mode, is a new image; the base key, which prunes, stays."""
+    role = yaml.safe_load((fv.QDISC_ROLE / "defaults" / "main.yml").read_text())
+    pkg = fv.qdisc_package()
+    assert pkg["sources"] == role["sch_favor_sources"] and pkg["version"] == role["sch_favor_version"]
+    conf = fv.read_conf()
+    pkgs = fv.guest_packages(conf["kernel_abi"])
+    key, base = fv.cache_key(conf, pkgs), fv.cache_key(conf, pkgs, with_qdiscs=False)
+    qdisc, orig = tmp_path / "qdisc", fv.QDISC
+    shutil.copytree(orig, qdisc)
+    monkeypatch.setattr(fv, "QDISC", qdisc)
+    assert fv.cache_key(conf, pkgs) == key
+    (qdisc / "include" / pkg_header(qdisc)).write_text("/* edited */\n")
+    assert fv.cache_key(conf, pkgs) != key
+    assert fv.cache_key(conf, pkgs, with_qdiscs=False) == base
+    shutil.copytree(orig, qdisc, dirs_exist_ok=True)
+    assert fv.cache_key(conf, pkgs) == key
+    (qdisc / "sch_favor.c").chmod(0o600)
+    assert fv.cache_key(conf, pkgs) != key
+
+
+def pkg_header(qdisc):
+    return next(p.relative_to(qdisc / "include") for p in sorted((qdisc / "include").rglob("*.h")))
+
+
+def test_a_new_image_prunes_its_bases_other_builds_but_not_one_a_vm_names(tmp_path, monkeypatch):
+    monkeypatch.setenv("FAVORLAB_CACHE", str(tmp_path))
+    images = tmp_path / "vm" / "images"
+    for name, base in (("new", "B"), ("old", "B"), ("used", "B"), ("other", "C")):
+        (images / name).mkdir(parents=True)
+        (images / name / "manifest.json").write_text(json.dumps({"base_key": base}))
+    (tmp_path / "vm" / "run" / "x").mkdir(parents=True)
+    (tmp_path / "vm" / "run" / "x" / "state.json").write_text(json.dumps({"image": str(images / "used")}))
+    fv.prune_images(images, "new", "B")
+    assert sorted(p.name for p in images.iterdir()) == ["new", "other", "used"]
+
+
 def test_guest_runs_dhcp_on_its_qemu_nic_only():
     """DHCP runs on the QEMU NIC only: networkd matching Type=ether would run it on Mininet's veth ports
     too, and the requests (from 0.0.0.0) would reach the experiment's captures."""
