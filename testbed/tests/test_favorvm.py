@@ -225,6 +225,12 @@ def test_boot_twice_is_one_vm_and_stop_leaves_nothing():
                                text=True, timeout=60)
         assert uname.stdout.strip() == man["kernel"]["release"] == st["kernel"]
         assert man["packages"]["linux-image-" + st["kernel"]] == man["kernel"]["version"]
+        # the image holds favorlab's qdiscs built by DKMS for its kernel (provisioning then builds nothing)
+        dkms = subprocess.run([str(FAVORVM), "ssh", "--name", name, "dkms", "status", "-m", "sch_favor", "-v",
+                               man["sch_favor"]["version"], "-k", st["kernel"]], capture_output=True, text=True,
+                              timeout=120)
+        assert dkms.stdout.strip().endswith(": installed"), dkms.stdout + dkms.stderr
+        assert man["sch_favor"]["sources_sha256"] == fv.qdisc_package()["sha256"]
         # a hung guest (its QEMU stopped: it answers nothing) is ended by its PID, not waited for
         os.kill(pid, signal.SIGSTOP)
         t1 = time.time()
