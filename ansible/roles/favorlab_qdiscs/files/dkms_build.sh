@@ -3,7 +3,7 @@
 # repository copy's qdisc sources, then built and installed for KERNEL unless DKMS already holds a build of
 # these very sources for it.
 #   dkms_build.sh SRC VERSION KERNEL SOURCE...
-# One script run instead of one Ansible task per file: every module run costs 5-7 s of Python start-up in
+# One script run instead of one Ansible task per file: every module run costs 5-10 s of Python start-up in
 # the TCG guest (the per-file copy of the 17 sources took 140 s there). Prints "sources changed" when a
 # file of the tree changed and "rebuilt" after a build; the role reads both.
 set -euo pipefail

@@ -2,7 +2,7 @@
 # favorlab's qdisc modules loaded (the old build unloaded first when RELOAD is 1), their tc plugins built
 # into TC_LIB_DIR and their man pages installed.
 #   load.sh SRC VERSION TC_LIB_DIR RELOAD QDISC...
-# One script run instead of one Ansible task per module, plugin and page: each module run costs 5-7 s of
+# One script run instead of one Ansible task per module, plugin and page: each module run costs 5-10 s of
 # Python start-up in the TCG guest (the five plugins' build and copy took 88 s there as ten loop items).
 # Prints a line for each plugin or page it installed or changed; the role reports changed when any.
 set -euo pipefail
