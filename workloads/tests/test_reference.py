@@ -103,6 +103,7 @@ def test_size_specs_mean_what_the_schedule_generator_means():
 
 # ---------------------------------------------------------------- against the real server
 
+@pytest.mark.timing     # bounds each think gap and the stop: nothing may starve it (pytest.ini)
 def test_closed_loop_over_loopback_sequential_seeded_and_stops_at_stop_at(tmp_path):
     t0, p, log, end = run_served(tmp_path, 11, 3.0, extra=("--schedule-out", str(tmp_path / "sched.csv")))
     _, _, again, _ = run_served(tmp_path, 11, 1.5, name="again")

@@ -74,6 +74,7 @@ wait $dump || true
 
 
 @pytest.mark.slow
+@pytest.mark.timing     # the rate per 100 ms is a lateness bound: nothing may starve it (pytest.ini)
 def test_flood_is_spoofed_syns_new_flows_at_a_steady_rate(tmp_path, go_built):
     """2000 SYNs/s for 2 s: about 4000 bare SYNs to the port, every source in the spoof prefix, nearly every
     (address, port) new, a valid TCP checksum, and steady at 100 ms (not trafgen's one-second bursts)."""
