@@ -4,9 +4,11 @@ sch_run2c, sch_las), departure order read back.
 
     unshare -n python3 crafted.py --spec JSON      (root, in the guest; prints one JSON object)
 
-In a fresh network namespace: a dummy device d0 with htb (rate 1 kbit) as root and favor as its
-only leaf. A primer packet empties htb's tokens, so the crafted packets that follow all queue up
-(about 2.7 s of slack); then the htb rate is raised and the queue drains. An AF_PACKET socket
+In a fresh network namespace: a dummy device d0 with htb as root, its default class (rate 1 kbit) holding
+favor as its leaf, and a fast class for IPv6 multicast (the kernel's MLD reports for d0's addresses, which
+would otherwise reach the qdisc under test at times of their own). A primer packet empties the slow class's
+tokens, so the crafted packets that follow all queue up (about 1.5 s of slack); then the class's rate is
+raised and the queue drains. An AF_PACKET socket
 on d0 sees every packet as it leaves (after the qdisc), in departure order. Each crafted packet
 carries its id. Packet kinds: udp4 / udp6 (datagram to port 20000+flow), tcp4 (raw TCP segment,
 ports 30000+flow, id in the sequence number), tcp4s (raw TCP segment, ports 31000+flow, with the
@@ -44,19 +46,23 @@ def setup(spec):
     if kind == "favor":
         args += ["buckets", "1048576", *(["nopushout"] if spec.get("nopushout") else []),
                  *(["favored_burst", str(spec["favored_burst"])] if spec.get("favored_burst") else [])]
-    # no IPv6 router solicitations in this namespace; MLD reports for the new address are let pass below
+    # no IPv6 router solicitations in this namespace; MLD reports take a class of their own (below)
     for k in ("accept_ra", "router_solicitations"):
         with open(f"/proc/sys/net/ipv6/conf/default/{k}", "w") as f:
             f.write("0\n")
     sh("ip", "link", "add", DEV, "type", "dummy")
     sh("ip", "addr", "add", f"{SRC4}/24", "dev", DEV)
     sh("ip", "-6", "addr", "add", f"{SRC6}/64", "dev", DEV, "nodad")
-    sh("ip", "link", "set", DEV, "up")
-    time.sleep(2.5)          # the unsolicited MLD reports (2, within ~1 s each) go out before the qdisc exists
     sh("tc", "qdisc", "add", "dev", DEV, "root", "handle", "1:", "htb", "default", "1")
     sh("tc", "class", "add", "dev", DEV, "parent", "1:", "classid", "1:1", "htb", "rate", "1kbit",
-       "burst", "1", "cburst", "1")   # no slack: after the primer the class owes ~2.7 s
+       "burst", "1", "cburst", "1")   # no slack: after the primer the class owes ~1.5 s
     sh("tc", "qdisc", "add", "dev", DEV, "parent", "1:1", "handle", "10:", kind, *args)
+    # the unsolicited MLD reports (to ff02::16, or to the group in MLDv1) go out within about 2 s of the link
+    # coming up: through a class of their own, so they need no wait and never count in the qdisc under test
+    sh("tc", "class", "add", "dev", DEV, "parent", "1:", "classid", "1:2", "htb", "rate", "1gbit")
+    sh("tc", "filter", "add", "dev", DEV, "parent", "1:", "protocol", "ipv6", "prio", "1", "u32",
+       "match", "ip6", "dst", "ff00::/8", "flowid", "1:2")
+    sh("ip", "link", "set", DEV, "up")
 
 
 def sender():
@@ -130,22 +136,35 @@ def main():
     ap.add_argument("--spec", required=True)
     a = ap.parse_args()
     spec = json.loads(a.spec)
+    tracer = None
+    if spec.get("trace"):
+        # started first: its own start (a Python, the trace instance) takes as long as the set-up beside it;
+        # it records d0's events only, and none come before the crafted packets (the primer's aside)
+        tracer = subprocess.Popen([sys.executable, TRACER, "--out", spec["trace"], "--dev", DEV],
+                                  stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    try:
+        print(json.dumps(crafted(spec, tracer)))
+    finally:
+        if tracer and tracer.poll() is None:
+            tracer.send_signal(signal.SIGINT)
+            tracer.wait(timeout=30)
+
+
+def crafted(spec, tracer):
     kind = spec.get("qdisc", "favor")
     setup(spec)
     sniff = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, socket.htons(3))   # ETH_P_ALL
     sniff.bind((DEV, 0))
     sniff.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 1 << 22)
-    tracer, trace_options = None, None
-    if spec.get("trace"):
-        tracer = subprocess.Popen([sys.executable, TRACER, "--out", spec["trace"], "--dev", DEV],
-                                  stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    trace_options = None
+    if tracer:
         tracer.stdout.readline()                     # "recording ..." once enabled
         # its instance's options while it records: task names must not be recorded (favor_trace.record_cmd_off)
         with open(f"/sys/kernel/tracing/instances/favorlab-{tracer.pid}/trace_options") as f:
             trace_options = f.read().split()
     send = sender()
     s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-    s.sendto(b"P" * 300, (DST4, 9999))             # leaves at once; the class then owes ~2.7 s
+    s.sendto(b"P" * 150, (DST4, 9999))             # leaves at once; the class then owes ~1.5 s (192 B at 1 kbit)
     time.sleep(0.05)
     t0 = time.monotonic()
     for pid, pkind, flow, *extra in spec["packets"]:
@@ -162,7 +181,7 @@ def main():
     htb_full = json.loads(sh("tc", "-s", "-j", "qdisc", "show", "dev", DEV, "root"))
     sh("tc", "class", "change", "dev", DEV, "parent", "1:", "classid", "1:1", "htb", "rate", "1gbit",
        "burst", "100k", "cburst", "100k")
-    # htb's watchdog fires when the primer's debt is paid (~2.7 s), then the queue drains
+    # htb's watchdog fires when the primer's debt is paid (~1.5 s), then the queue drains
     deadline = time.monotonic() + 15
     while time.monotonic() < deadline:
         time.sleep(0.2)
@@ -190,9 +209,9 @@ def main():
     qd = json.loads(sh("tc", "-s", "-j", "qdisc", "show", "dev", DEV))
     fav = [q for q in qd if q.get("kind") == kind][0]
     fav_before = [q for q in xs_full if q.get("kind") == kind][0]
-    print(json.dumps({"order": order, "qdisc": fav, "qdisc_backlogged": fav_before,
-                      "htb_backlogged": [q for q in htb_full if q.get("kind") == "htb"][0],
-                      "send_s": elapsed, "trace_options": trace_options}))
+    return {"order": order, "qdisc": fav, "qdisc_backlogged": fav_before,
+            "htb_backlogged": [q for q in htb_full if q.get("kind") == "htb"][0],
+            "send_s": elapsed, "trace_options": trace_options}
 
 
 if __name__ == "__main__":
