@@ -91,14 +91,20 @@ def pkg_header(qdisc):
     return next(p.relative_to(qdisc / "include") for p in sorted((qdisc / "include").rglob("*.h")))
 
 
-def test_a_new_image_prunes_its_bases_other_builds_but_not_one_a_vm_names(tmp_path, monkeypatch):
+def test_a_new_image_prunes_its_bases_other_builds_but_not_one_a_running_vm_boots_from(tmp_path, monkeypatch):
+    """The same base's other builds go, another base's stay, and so does the image of a VM that is running; a
+    stopped VM's state file (it stays after stop) keeps nothing."""
     monkeypatch.setenv("FAVORLAB_CACHE", str(tmp_path))
     images = tmp_path / "vm" / "images"
-    for name, base in (("new", "B"), ("old", "B"), ("used", "B"), ("other", "C")):
+    for name, base in (("new", "B"), ("old", "B"), ("used", "B"), ("stopped", "B"), ("other", "C")):
         (images / name).mkdir(parents=True)
         (images / name / "manifest.json").write_text(json.dumps({"base_key": base}))
-    (tmp_path / "vm" / "run" / "x").mkdir(parents=True)
-    (tmp_path / "vm" / "run" / "x" / "state.json").write_text(json.dumps({"image": str(images / "used")}))
+    for vm, image, pid in (("running", "used", 4242), ("idle", "stopped", 4343)):
+        (tmp_path / "vm" / "run" / vm).mkdir(parents=True)
+        (tmp_path / "vm" / "run" / vm / "state.json").write_text(json.dumps({"image": str(images / image),
+                                                                             "pid": pid}))
+    # pid_is_ours reads /proc: the running VM's QEMU is faked, the stopped one's PID is no QEMU of ours
+    monkeypatch.setattr(fv, "pid_is_ours", lambda pid, overlay: pid == 4242)
     fv.prune_images(images, "new", "B")
     assert sorted(p.name for p in images.iterdir()) == ["new", "other", "used"]
 
