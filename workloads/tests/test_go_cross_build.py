@@ -58,37 +58,39 @@ def test_an_unknown_machine_is_refused_with_the_known_ones():
     assert "no Go port known for machine 'sparc64'" in r.stderr and "aarch64" in r.stderr, r.stderr
 
 
-def test_the_role_builds_for_the_play_hosts_machines_and_copies_each_host_its_own():
-    """The role's build step names every play host's ansible_architecture, and the copy step's source is the
-    file the build writes for the host's own: bin/favorflow-<ansible_architecture>, installed as the path the
-    runner starts (testbed/runner/traffic.py: workloads/go/bin/favorflow)."""
+def test_the_role_builds_for_the_play_hosts_machines_and_gives_each_host_its_own():
+    """The role's build step names every play host's ansible_architecture, adds the file the build writes for
+    each (bin/favorflow-<machine>) to that machine type's tarball as the path the runner starts
+    (testbed/runner/traffic.py: workloads/go/bin/favorflow), and each host unpacks the tarball of its own."""
     tasks = yaml.safe_load(ROLE_TASKS.read_text())
     tarball = next(t for t in tasks if t.get("register") == "favorlab_tarball")
-    assert "workloads/go/build {{ favorlab_machines" in tarball["ansible.builtin.shell"]
+    sh = tarball["ansible.builtin.shell"]
+    assert 'workloads/go/build "${machines[@]}"' in sh and "machines=({{ favorlab_machines" in sh
     assert "'ansible_architecture'" in tarball["vars"]["favorlab_machines"]
     assert "ansible_play_hosts" in tarball["vars"]["favorlab_machines"]
-    copy = next(t["ansible.builtin.copy"] for t in tasks
-                if "favorflow" in str(t.get("ansible.builtin.copy", {}).get("src", "")))
-    assert copy["src"].endswith("/workloads/go/bin/favorflow-{{ ansible_architecture }}")
-    assert copy["dest"] == "{{ favorlab_root }}/workloads/go/bin/favorflow" and copy["mode"] == "0755"
+    assert '"workloads/go/bin/favorflow-$m"' in sh and "workloads/go/bin/favorflow," in sh and "--mode=0755" in sh
+    unpack = next(t["ansible.builtin.unarchive"] for t in tasks if "ansible.builtin.unarchive" in t)
+    assert unpack["src"] == "{{ favorlab_tarball.stdout }}/favorlab-{{ ansible_architecture }}.tar"
+    assert unpack["dest"] == "{{ favorlab_root }}"
 
 
 PLAYBOOK = REPO / ".venv" / "bin" / "ansible-playbook"
 
 
 def test_the_role_installs_this_hosts_own_build_and_again_changes_nothing(tmp_path):
-    """The role's build, directory and copy tasks run by Ansible against this machine (local connection, a
-    scratch favorlab_root, no owner change so it runs unprivileged): the host gets the binary built for its
-    ansible_architecture, and a second run reports no change (the guest test's changed=0 relies on it)."""
+    """The role's tarball, directory, unpack and clean-up tasks run by Ansible against this machine (local
+    connection, a scratch favorlab_root, no owner change so it runs unprivileged): the host gets the tracked files,
+    the binary built for its ansible_architecture (mode 0755) and the list of the copy's files, and a second run
+    reports no change (the guest test's changed=0 relies on it: the list is made anew each run)."""
     if not PLAYBOOK.exists():
         unavailable("ansible-playbook is not in .venv (requirements.txt: scripts/bootstrap)", required_by=CI)
     if shutil.which("go") is None:
         unavailable("no `go` on PATH: apt-get install golang-go", required_by=GUEST + CI)
-    wanted = ("favorlab_tarball", "favorflow", "controller's tarball")
+    wanted = ("favorlab_tarball", "root directory exists", "unpack", "controller's tarballs")
     tasks = [t for t in yaml.safe_load(ROLE_TASKS.read_text())
              if any(w in t.get("name", "") or w == t.get("register") for w in wanted)]
     for t in tasks:
-        for module in ("ansible.builtin.file", "ansible.builtin.copy"):
+        for module in ("ansible.builtin.file", "ansible.builtin.unarchive"):
             for k in ("owner", "group"):
                 t.get(module, {}).pop(k, None)
     assert len(tasks) == 4, [t.get("name") for t in tasks]
@@ -111,4 +113,7 @@ def test_the_role_installs_this_hosts_own_build_and_again_changes_nothing(tmp_pa
     installed = root / "workloads" / "go" / "bin" / "favorflow"
     assert installed.read_bytes() == (BIN / f"favorflow-{machine}").read_bytes()
     assert installed.stat().st_mode & 0o777 == 0o755
+    assert (root / "README.md").read_bytes() == (REPO / "README.md").read_bytes()
+    listed = (root / ".favorlab-files").read_text().splitlines()
+    assert "workloads/go/bin/favorflow" in listed and "README.md" in listed
     assert "changed=0" in play()
