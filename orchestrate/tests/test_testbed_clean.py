@@ -122,6 +122,24 @@ def test_found_reads_the_record_and_the_sysctls(tmp_path):
     assert found(tmp_path / "none.json")["record"] == {}
 
 
+def test_found_names_the_missing_packages_and_nginx_as_systemctl_says(tmp_path):
+    """Provisioning's one look at the host also says which packages are not installed (dpkg's word: a name it does
+    not know is missing, apt resolves it) and nginx's service state as `systemctl is-enabled/is-active` print it."""
+    import shutil
+    if not shutil.which("dpkg-query"):
+        pytest.skip("no dpkg-query on this machine (a Debian or Ubuntu host has it)")
+    have = subprocess.run(["dpkg-query", "-W", "-f=${Package}\\t${Status}\\n", "coreutils"], capture_output=True,
+                          text=True).stdout
+    assert "install ok installed" in have, "this test reads coreutils as installed"
+    f = found(tmp_path / "none.json", "net.core.somaxconn", "--missing", "coreutils", "favorlab-no-such-package")
+    assert f["missing"] == ["favorlab-no-such-package"]
+    assert f["sysctls"].keys() == {"net.core.somaxconn"}
+    assert set(f["nginx_service"]) == {"enabled", "active"}
+    if shutil.which("systemctl") is None:
+        assert f["nginx_service"] == {"enabled": "", "active": ""}
+    assert "missing" not in found(tmp_path / "none.json") and found(tmp_path / "none.json", "--missing")["missing"] == []
+
+
 @pytest.mark.parametrize("content, says", [(b"", "is empty"), (b'{"packages": ["ip', "is not valid JSON"),
                                            (b"[1, 2]", "not a JSON object"), (b"\xff\xfe", "is not valid JSON")])
 def test_a_broken_record_reads_as_empty_and_says_so(tmp_path, content, says):
