@@ -83,6 +83,8 @@ def test_module_installed_by_dkms_and_loaded(guest):
 
 
 def ns(cmd):
+    """cmd (a shell line) in namespace qt; a single tc command is cheaper as `tc -n qt` (no ip netns exec, no
+    shell: about 0.2 s less per command in the TCG guest, where the suite runs over a hundred)."""
     return f"ip netns exec qt sh -c {shlex.quote(cmd)}"
 
 
@@ -105,20 +107,20 @@ def assert_installed(guest, qdisc):
 
 def show(guest, stats=False):
     """The one qdisc of d0 in namespace qt, as tc -j shows it."""
-    return json.loads(guest.run(ns(f"{TC} {'-s ' if stats else ''}-j qdisc show dev d0")).stdout)[0]
+    return json.loads(guest.run(f"{TC} -n qt {'-s ' if stats else ''}-j qdisc show dev d0").stdout)[0]
 
 
 def assert_refused(guest, qdisc, cases):
     """Each `tc qdisc change ... <qdisc> ARGS` fails with its message (the plugin's or the kernel's extack)."""
     for args, msg in cases:
-        p = guest.run(ns(f"{TC} qdisc change dev d0 root {qdisc} {args}"), check=False)
+        p = guest.run(f"{TC} -n qt qdisc change dev d0 root {qdisc} {args}", check=False)
         assert p.returncode != 0 and msg in p.stderr, (args, p.stderr)
 
 
 def test_add_change_show_delete_and_bad_options(guest):
     # d0 stays down: no IPv6 MLD/RS packet can reach the qdisc and move its counters
     with dummy_ns(guest):
-        guest.run(ns(f"{TC} qdisc add dev d0 root handle 1: favor limit 20 nopushout flowkey addrs buckets 64"))
+        guest.run(f"{TC} -n qt qdisc add dev d0 root handle 1: favor limit 20 nopushout flowkey addrs buckets 64")
         q = show(guest, stats=True)
         assert q["kind"] == "favor"
         assert q["options"] == {"limit": 20, "nopushout": True, "flowkey": "addrs", "buckets": 64, "favored_burst": 0,
@@ -126,9 +128,9 @@ def test_add_change_show_delete_and_bad_options(guest):
         for k in ["favored", "standard", "pushouts", "drop_favored", "drop_standard", "drop_limit", "flows",
                   "demoted"]:
             assert q[k] == 0
-        text = guest.run(ns(f"{TC} -s qdisc show dev d0")).stdout
+        text = guest.run(f"{TC} -n qt -s qdisc show dev d0").stdout
         assert "limit 20p nopushout flowkey addrs buckets 64 favored_burst 0" in text and "pushouts 0" in text
-        guest.run(ns(f"{TC} qdisc change dev d0 root favor limit 5 pushout favored_burst 2"))
+        guest.run(f"{TC} -n qt qdisc change dev d0 root favor limit 5 pushout favored_burst 2")
         q = show(guest)
         assert q["options"]["limit"] == 5 and q["options"]["nopushout"] is False and q["options"]["favored_burst"] == 2
         # rejected by the kernel, with its extack message printed by tc; then by the plugin before the kernel
@@ -144,7 +146,7 @@ def test_add_change_show_delete_and_bad_options(guest):
         guest.run(ns(f"{TC} qdisc del dev d0 root && ip link set d0 txqueuelen 77 && {TC} qdisc add dev d0 root favor"))
         assert show(guest)["options"] == {"limit": 77, "nopushout": False, "flowkey": "5tuple", "buckets": 1024,
                                           "favored_burst": 0, "memory_limit": DEFAULT_MEMORY_LIMIT}
-        guest.run(ns(f"{TC} qdisc del dev d0 root"))
+        guest.run(f"{TC} -n qt qdisc del dev d0 root")
 
 
 # ---------------------------------------------------------------- crafted packets vs the model
@@ -566,14 +568,14 @@ def test_memory_limit_is_set_shown_changed_and_checked(guest, kind):
     JSON, its counters (drop_memory, memory_usage) in the statistics; out of bounds refused by the kernel with its
     message and a word that is no size by the plugin, the qdisc unchanged either way."""
     with dummy_ns(guest):
-        guest.run(ns(f"{TC} qdisc add dev d0 root {kind}"))
+        guest.run(f"{TC} -n qt qdisc add dev d0 root {kind}")
         q = show(guest, stats=True)
         assert q["options"]["memory_limit"] == DEFAULT_MEMORY_LIMIT, q["options"]
         assert q["drop_memory"] == 0 and q["memory_usage"] == 0, q
         guest.run(ns(f"{TC} qdisc del dev d0 root && {TC} qdisc add dev d0 root {kind} memory_limit 64kb"))
         assert show(guest)["options"]["memory_limit"] == 65536
-        assert "memory_limit 64Kb" in guest.run(ns(f"{TC} qdisc show dev d0")).stdout
-        guest.run(ns(f"{TC} qdisc change dev d0 root {kind} memory_limit 1mb"))
+        assert "memory_limit 64Kb" in guest.run(f"{TC} -n qt qdisc show dev d0").stdout
+        guest.run(f"{TC} -n qt qdisc change dev d0 root {kind} memory_limit 1mb")
         assert show(guest)["options"]["memory_limit"] == 1 << 20
         bounds = f"{kind}: memory_limit must be 4096 to 2147483648 bytes"
         assert_refused(guest, kind, [("memory_limit 4095", bounds), ("memory_limit 2147483649", bounds),
@@ -642,12 +644,12 @@ RUN2C_VERDICT_KEYS = ["high", "low", "pushouts", "drop_high", "drop_low", "drop_
 def test_run2c_installed_options_and_bad_options(guest):
     assert_installed(guest, "run2c")
     with dummy_ns(guest):
-        guest.run(ns(f"{TC} qdisc add dev d0 root run2c limit 20 threshold 5 mss 1000 buckets 64"))
+        guest.run(f"{TC} -n qt qdisc add dev d0 root run2c limit 20 threshold 5 mss 1000 buckets 64")
         q = show(guest, stats=True)
         assert q["kind"] == "run2c"
         assert q["options"] == {"limit": 20, "threshold": 5, "mss": 1000, "buckets": 64, "memory_limit": DEFAULT_MEMORY_LIMIT}
         assert all(q[k] == 0 for k in RUN2C_VERDICT_KEYS + ["high_qlen", "low_qlen"])
-        guest.run(ns(f"{TC} qdisc change dev d0 root run2c threshold 20 mss 1448"))
+        guest.run(f"{TC} -n qt qdisc change dev d0 root run2c threshold 20 mss 1448")
         assert show(guest)["options"] == {"limit": 20, "threshold": 20, "mss": 1448, "buckets": 64, "memory_limit": DEFAULT_MEMORY_LIMIT}
         # the kernel's extack (the plugin cannot know the qdisc's buckets), then the plugin's own range check
         assert_refused(guest, "run2c", [("buckets 128", "buckets is set at creation only"),
@@ -780,11 +782,11 @@ ETH_IP_UDP = 14 + 20 + 8       # qdisc_pkt_len of a UDP/IPv4 datagram on the dum
 def test_las_installed_options_and_bad_options(guest):
     assert_installed(guest, "las")
     with dummy_ns(guest):
-        guest.run(ns(f"{TC} qdisc add dev d0 root las limit 20 buckets 64"))
+        guest.run(f"{TC} -n qt qdisc add dev d0 root las limit 20 buckets 64")
         q = show(guest, stats=True)
         assert q["kind"] == "las" and q["options"] == {"limit": 20, "buckets": 64, "memory_limit": DEFAULT_MEMORY_LIMIT}
         assert all(q[k] == 0 for k in LAS_COUNTERS + ["flows"])
-        guest.run(ns(f"{TC} qdisc change dev d0 root las limit 5"))
+        guest.run(f"{TC} -n qt qdisc change dev d0 root las limit 5")
         assert show(guest)["options"]["limit"] == 5
         assert_refused(guest, "las", [("limit 2000000", "limit must be 1 to 1048576 packets"),
                                       ("buckets 128", "buckets is set at creation only"),
@@ -875,7 +877,7 @@ RIOPS_COUNTERS = ["enqueued_short", "enqueued_long", "drop_limit", "drop_trim", 
 def test_riops_installed_options_and_bad_options(guest):
     assert_installed(guest, "riops")
     with dummy_ns(guest):
-        guest.run(ns(f"{TC} qdisc add dev d0 root riops limit 100 bandwidth 100mbit"))
+        guest.run(f"{TC} -n qt qdisc add dev d0 root riops limit 100 bandwidth 100mbit")
         q = show(guest, stats=True)
         o = q["options"]
         assert q["kind"] == "riops"
@@ -884,7 +886,7 @@ def test_riops_installed_options_and_bad_options(guest):
         assert (o["tu_us"], o["tc_us"], o["bandwidth"]) == (1000000, 10000000, 12500000), o
         assert (o["smin"], o["smax"], o["spmax"], o["lmin"], o["lmax"], o["lpmax"]) == (0.15, 0.35, 0.05, 0.15, 0.5, 0.1), o
         assert all(q[k] == 0 for k in RIOPS_COUNTERS)
-        guest.run(ns(f"{TC} qdisc change dev d0 root riops limit 50 lt 5 fixed"))
+        guest.run(f"{TC} -n qt qdisc change dev d0 root riops limit 50 lt 5 fixed")
         o = show(guest)["options"]
         assert (o["limit"], o["lt"], o["fixed"]) == (50, 5, True), o
         # the kernel's extack, then the plugin's own checks
@@ -937,13 +939,13 @@ QSDRR_COUNTERS = ["enqueued", "front_drops", "drop_own", "drop_limit", "new_flow
 def test_qsdrr_installed_options_and_bad_options(guest):
     assert_installed(guest, "qsdrr")
     with dummy_ns(guest):
-        guest.run(ns(f"{TC} qdisc add dev d0 root qsdrr limit 20 buckets 64"))
+        guest.run(f"{TC} -n qt qdisc add dev d0 root qsdrr limit 20 buckets 64")
         q = show(guest, stats=True)
         assert q["kind"] == "qsdrr" and q["options"] == {"policy": "qsdrr", "limit": 20, "buckets": 64, "quantum": 1514,
                                                          "tdrr_halflife_us": 1000000,
                                                          "memory_limit": DEFAULT_MEMORY_LIMIT}, q["options"]
         assert all(q[k] == 0 for k in QSDRR_COUNTERS + ["flows"])
-        guest.run(ns(f"{TC} qdisc change dev d0 root qsdrr limit 5 quantum 3000"))
+        guest.run(f"{TC} -n qt qdisc change dev d0 root qsdrr limit 5 quantum 3000")
         o = show(guest)["options"]
         assert (o["limit"], o["quantum"]) == (5, 3000)
         assert_refused(guest, "qsdrr", [("buckets 128", "buckets is set at creation only"),
