@@ -2,11 +2,14 @@
 
 1. The `timing` tests alone (they bound how late this machine starts a process: nothing may run beside them).
 2. Then two sessions at once: the tests on the QEMU guest (the shared guest's bring-up first, then its suites,
-   then the tests that start a guest of their own) at the normal priority, and the tests that need no guest at
-   the lowest share of the CPU there is (`LowPriority`): they take only what the guest's session leaves, so the
-   guest's bring-up (a native image build, then provisioning under emulation) and its runs go about as fast as on
-   a quiet machine, until the guest's session ends and the host's gets the normal share back. The tests that
-   bound how promptly a process is scheduled are the `timing` ones of step 1, not among these.
+   then the tests that start a guest of their own), and the tests that need no guest. Until the shared guest is
+   up, both run at the normal priority (the bring-up is an image build and a provisioning under emulation; the
+   tests beside it are what the suite ran beside it before: lowered from the start, the host part's container
+   builds moved onto the guest's runner suite, where a chain run's rate probe read 8.5 Mb/s for 10; Docker and
+   Podman put their build containers in cgroups of their own by default, probably outside the lowered share).
+   Once it is up, the guest's runs need the CPU:
+   the host's session drops to the lowest share of the CPU (`LowPriority`) and takes only what the guest leaves,
+   until the guest's session ends and it gets the normal share back.
 
 Under TCG the guest's tests leave a core idle much of the time (SSH round trips, waits, one-vCPU stretches), and
 the tests that need no guest are about half of the suite's time: run one after the other they took 75 minutes
@@ -159,7 +162,6 @@ def main() -> int:
         guest = _pytest("guest", {GUEST_UP: str(up)}, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
         host = _pytest("host", stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, preexec_fn=group.join)
         group.started(host.pid)
-        seen_up = False
         pumps = [_pump(guest, "guest", lock), _pump(host, "host ", lock)]
         procs = {"guest": guest, "host": host}
         ended: dict[str, float] = {}
@@ -167,8 +169,6 @@ def main() -> int:
         def note(msg):
             with lock:
                 print(f"session | [{(time.monotonic() - t0) / 60:5.1f} min] {msg}", flush=True)
-
-        note(f"the host part at the lowest share of the CPU: {group.lower()}")
 
         def interrupt(signum, _frame):
             # a terminal's Ctrl-C reaches the parts in this process group itself; passed on to the others only
@@ -186,14 +186,13 @@ def main() -> int:
                         ended[name] = time.monotonic()
                         note(f"the {name} part ended (exit {p.returncode})")
                 if "host" in ended:
-                    pass            # nothing left to restore
+                    pass            # nothing left to lower or restore
                 elif "guest" in ended:
                     how = group.restore()
                     if how:
                         note(f"the host part back to the normal share of the CPU: {how}")
-                elif not seen_up and up.exists():
-                    seen_up = True
-                    note("the shared guest is up")
+                elif not group.low and up.exists():
+                    note(f"the shared guest is up: the host part to the lowest share of the CPU: {group.lower()}")
                 time.sleep(1)
         finally:
             signal.signal(signal.SIGINT, old[0])
