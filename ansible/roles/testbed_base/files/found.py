@@ -15,10 +15,10 @@ import os
 import subprocess
 import sys
 
-args = sys.argv[1:]
-packages = args[args.index("--missing") + 1:] if "--missing" in args else None
-if packages is not None:
-    args = args[:args.index("--missing")]
+args, packages = sys.argv[1:], None
+if "--missing" in args:
+    cut = args.index("--missing")
+    args, packages = args[:cut], args[cut + 1:]
 record_file, keys = args[0], args[1:]
 out = {"record": {}, "record_problem": "", "sysctls": {}, "nginx_default_site": None}
 raw = b""
