@@ -3,13 +3,13 @@
 1. The `timing` tests alone (they bound how late this machine starts a process: nothing may run beside them).
 2. Then two sessions at once: the tests on the QEMU guest (the shared guest's bring-up first, then its suites,
    then the tests that start a guest of their own), and the tests that need no guest. Until the shared guest is
-   up, both run at the normal priority (the bring-up is an image build and a provisioning under emulation; the
-   tests beside it are what the suite ran beside it before: lowered from the start, the host part's container
-   builds moved onto the guest's runner suite, where a chain run's rate probe read 8.5 Mb/s for 10; Docker and
-   Podman put their build containers in cgroups of their own by default, probably outside the lowered share).
+   up, both run at the normal priority (the bring-up is an image build and a provisioning under emulation).
    Once it is up, the guest's runs need the CPU:
    the host's session drops to the lowest share of the CPU (`LowPriority`) and takes only what the guest leaves,
-   until the guest's session ends and it gets the normal share back.
+   until the guest's session ends and it gets the normal share back. The containers the host part's tests start
+   are in its group too (the group's path in the environment, CGROUP_PARENT): Podman's and Docker's default
+   parents sit beside it, and there a container build took a guest run's CPU (a chain run's rate probe read
+   8.5 Mb/s for 10, a short run's 8.0).
 
 Under TCG the guest's tests leave a core idle much of the time (SSH round trips, waits, one-vCPU stretches), and
 the tests that need no guest are about half of the suite's time: run one after the other they took 75 minutes
@@ -42,6 +42,8 @@ NO_TESTS = 5        # pytest's exit status when a part selects no test: not a fa
 # cgroup v1's cpu.shares: the default, and the least the kernel takes (a share of about 2/1026 of a busy CPU)
 SHARES_NORMAL, SHARES_LOW = 1024, 2
 CGROUP_V1_CPU = Path("/sys/fs/cgroup/cpu")
+# containers/build's CGROUP_PARENT: the group a caller's containers go in (tests/test_session.py checks the two)
+CGROUP_PARENT = "FAVORLAB_CGROUP_PARENT"
 
 
 class LowPriority:
@@ -72,6 +74,11 @@ class LowPriority:
             (self.cgroup / "cgroup.procs").write_text(str(os.getpid()))
         else:
             os.setsid()
+
+    def env(self) -> dict[str, str]:
+        """What the group's leader is started with: its cgroup as the parent of the containers its tests start,
+        a path under the cpu hierarchy's root (none in the autogroup way, which containers escape)."""
+        return {CGROUP_PARENT: f"/{self.cgroup.relative_to(CGROUP_V1_CPU)}"} if self.cgroup is not None else {}
 
     def started(self, pid: int) -> None:
         self.leader = pid
@@ -104,18 +111,26 @@ class LowPriority:
         return f"{'SCHED_IDLE and autogroup nice 19' if low else 'SCHED_OTHER and autogroup nice 0'}"
 
     def close(self) -> None:
-        """The cgroup removed; a process still in it (a test's leftover) moved to the parent group first."""
+        """The cgroup removed, and its namesakes in the other hierarchies, which a container engine makes when
+        given it as a parent (memory/<group>/libpod-<id>, .../conmon), each with the groups in it, deepest first;
+        a process still in one (a test's leftover) moved to its hierarchy's root first."""
         if self.cgroup is None:
             return
-        try:
-            for pid in (self.cgroup / "cgroup.procs").read_text().split():
-                try:
-                    (CGROUP_V1_CPU / "cgroup.procs").write_text(pid)
-                except OSError:
-                    pass
-            self.cgroup.rmdir()
-        except OSError as e:
-            print(f"session: could not remove {self.cgroup}: {e}", file=sys.stderr)
+        name = self.cgroup.relative_to(CGROUP_V1_CPU)
+        for top in [self.cgroup, *(h / name for h in CGROUP_V1_CPU.parent.iterdir() if h.resolve() !=
+                                   CGROUP_V1_CPU.resolve())]:
+            if not top.is_dir():
+                continue
+            try:
+                for group in sorted((d for d in top.rglob("*") if d.is_dir()), key=lambda d: -len(d.parts)) + [top]:
+                    for pid in (group / "cgroup.procs").read_text().split():
+                        try:
+                            (top.parent / "cgroup.procs").write_text(pid)
+                        except OSError:
+                            pass
+                    group.rmdir()
+            except OSError as e:
+                print(f"session: could not remove {top}: {e}", file=sys.stderr)
 
 
 def tree(pid: int) -> list[psutil.Process]:
@@ -160,7 +175,8 @@ def main() -> int:
     with tempfile.TemporaryDirectory(prefix="favorlab-session-") as tmp:
         up = Path(tmp) / "guest-up"
         guest = _pytest("guest", {GUEST_UP: str(up)}, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-        host = _pytest("host", stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, preexec_fn=group.join)
+        host = _pytest("host", group.env(), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                       preexec_fn=group.join)
         group.started(host.pid)
         pumps = [_pump(guest, "guest", lock), _pump(host, "host ", lock)]
         procs = {"guest": guest, "host": host}

@@ -144,6 +144,10 @@ def _no_engine(why):
                 required_by=CONTAINERS)
 
 
+def _cgroup_v1_cpu(parent: str) -> Path:
+    return Path("/sys/fs/cgroup/cpu") / parent.lstrip("/")
+
+
 def _start_dockerd(dockerd):
     """A Docker daemon of the test's own, on a socket of its own, with no bridge, no firewall rules and no IP
     forwarding (the host's network stays as found, as `built` checks). Returns its process and DOCKER_HOST."""
@@ -153,7 +157,9 @@ def _start_dockerd(dockerd):
     proc = subprocess.Popen([dockerd, "--host", host, "--data-root", str(DOCKER_ROOT / "data"),
                              "--exec-root", str(DOCKER_ROOT / "exec"), "--pidfile", str(DOCKER_ROOT / "dockerd.pid"),
                              "--bridge", "none", "--iptables=false", "--ip6tables=false", "--ip-forward=false",
-                             "--ip-masq=false"], stdout=log, stderr=subprocess.STDOUT)
+                             "--ip-masq=false",
+                             # BuildKit's steps (buildkit/<id>) follow the daemon's parent, not the build's flag
+                             *cb.cgroup_parent_args()], stdout=log, stderr=subprocess.STDOUT)
     for _ in range(60):
         if proc.poll() is not None:
             break
@@ -209,13 +215,18 @@ def built(engine):
     Building and using them leaves the host's network as it was: no engine bridge, so no IP forwarding
     turned on and no NAT chains added (a forwarding host once looped a test's SYNs 64 times)."""
     eng, env = engine
-    image = "analysis" if Path(eng[0]).name == "docker" else "controller"
+    docker = Path(eng[0]).name == "docker"
+    image = "analysis" if docker else "controller"
     host_before = _host_network_state()
     p = subprocess.run([str(BUILD), image, "--engine", Path(eng[0]).name], capture_output=True, text=True,
                        timeout=3600, env=env)
     # the build's own log (what each step ran and how long it took) where pytest -s shows it
     print(p.stderr[-3000:])
     assert p.returncode == 0, p.stderr[-4000:]
+    parent = os.environ.get(cb.CGROUP_PARENT)
+    if parent and docker and env.get("DOCKER_HOST", "").startswith(f"unix://{DOCKER_ROOT}"):
+        # the test's own daemon: its BuildKit steps ran in the caller's group, not beside it in /docker
+        assert (_cgroup_v1_cpu(parent) / "buildkit").is_dir(), f"BuildKit's steps were not under {parent}"
     ids = {n: (REPO / "containers" / n / "IMAGE_ID").read_text().split() for n in cb.PARENT}
     yield eng, env, ids
     assert _host_network_state() == host_before, "the container engine changed the host's network"
@@ -247,9 +258,15 @@ def test_analysis_image_gives_the_hosts_verdict_and_figure_tables_byte_for_byte(
 def test_controller_image_bootstraps_with_nothing_to_install_and_no_network(built):
     eng, env, ids = built
     tag = ids["controller"][0]
-    p = subprocess.run([*eng, "run", "--rm", *cb.ulimit_args(), "--network", "none", "--entrypoint", "bash", tag, "-c",
+    p = subprocess.run([*eng, "run", "--rm", *cb.ulimit_args(), *cb.cgroup_parent_args(), "--network", "none",
+                        "--entrypoint", "bash", tag, "-c",
                         "scripts/bootstrap && ./favorlab help && command -v qemu-system-x86_64 debootstrap go "
-                        "Rscript tshark && .venv/bin/python -c 'import snakemake, ansible'"],
+                        "Rscript tshark && .venv/bin/python -c 'import snakemake, ansible' && cat /proc/self/cgroup"],
                        capture_output=True, text=True, timeout=600)
     assert p.returncode == 0, p.stdout[-2000:] + p.stderr[-2000:]
     assert "installing" not in p.stdout and "bootstrap: ready" in p.stdout
+    parent = os.environ.get(cb.CGROUP_PARENT)
+    if parent:
+        # cgroup v1 has no cgroup namespace of the container's own here: the line is the host's path
+        cpu = [l.split(":", 2)[2] for l in p.stdout.splitlines() if re.match(r"\d+:([^:]*,)?cpu(,[^:]*)?:", l)]
+        assert cpu and cpu[0].startswith(parent + "/"), f"the container's cpu cgroup {cpu} is not under {parent}"

@@ -102,3 +102,42 @@ def test_a_lowered_group_gets_almost_no_cpu_beside_busy_normal_ones_and_all_of_i
             leader.wait()
         normal.close()
         low.close()
+
+
+
+def test_the_group_names_itself_to_the_containers_its_tests_start_and_close_removes_what_engines_made_in_it(
+        monkeypatch):
+    """The host part's containers go in its lowered group (FAVORLAB_CGROUP_PARENT, the group as its processes see
+    it in /proc/self/cgroup); the groups an engine makes inside it (buildkit/<id>, conmon) go with the group."""
+    if not os.access(session.CGROUP_V1_CPU / "cgroup.procs", os.W_OK):
+        pytest.skip("cgroup v1's cpu controller is not writable here (root on a cgroup v1 machine): the host part's "
+                    "containers are not in its group there (tests/session.py)")
+    from test_containers import cb      # containers/build, loaded as tests/test_containers.py loads it
+    group = session.LowPriority()
+    sleeper = None
+    try:
+        env = group.env()
+        parent = env[session.CGROUP_PARENT]
+        seen = subprocess.run(["cat", "/proc/self/cgroup"], preexec_fn=group.join, capture_output=True, text=True,
+                              check=True).stdout
+        assert any(l.split(":")[1].split(",").count("cpu") and l.split(":", 2)[2] == parent
+                   for l in seen.splitlines()), (parent, seen)
+        for k, v in env.items():
+            monkeypatch.setenv(k, v)
+        assert cb.cgroup_parent_args() == ["--cgroup-parent", parent]
+        made = group.cgroup / "buildkit" / "step1"
+        made.mkdir(parents=True)
+        sleeper = subprocess.Popen(["sleep", "30"])
+        (made / "cgroup.procs").write_text(str(sleeper.pid))
+        # Podman given a parent makes it in every hierarchy (pids/<group>/conmon, memory/<group>/libpod-<id>)
+        namesake = session.CGROUP_V1_CPU.parent / "pids" / parent.lstrip("/") / "conmon"
+        if os.access(namesake.parents[1], os.W_OK):
+            namesake.mkdir(parents=True)
+        group.close()
+        assert not group.cgroup.exists() and not namesake.parent.exists()
+    finally:
+        if sleeper is not None:
+            sleeper.kill()
+            sleeper.wait()
+        if group.cgroup.exists():
+            group.close()
