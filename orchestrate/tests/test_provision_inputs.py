@@ -107,3 +107,21 @@ def test_every_role_that_uses_favorlab_root_validates_it_first():
     sch = (ANSIBLE / "roles/favorlab_qdiscs/tasks/main.yml").read_text()
     first = next(l for l in sch.splitlines() if l.startswith("- "))
     assert "plain absolute path" in first
+
+
+def test_plays_run_with_mitogens_strategy_unless_the_caller_chose_one(tmp_path, monkeypatch):
+    """ansible-playbook gets Mitogen's mitogen_linear (installed from requirements.txt) and a plugin path that
+    holds it, and Ansible accepts the pair: a local play runs under it. A strategy in the caller's environment
+    is left as it is."""
+    monkeypatch.delenv("ANSIBLE_STRATEGY", raising=False)
+    env = testbeds.ansible_env()
+    assert env["ANSIBLE_STRATEGY"] == "mitogen_linear", "mitogen is not installed in .venv (requirements.txt)"
+    assert any((Path(d) / "mitogen_linear.py").is_file() for d in env["ANSIBLE_STRATEGY_PLUGINS"].split(os.pathsep))
+    pb = tmp_path / "play.yml"
+    pb.write_text("- hosts: all\n  gather_facts: false\n  tasks:\n    - ansible.builtin.command: echo ran\n"
+                  "      changed_when: false\n    - ansible.builtin.debug: {var: ansible_play_batch}\n")
+    p = subprocess.run([str(PLAYBOOK), "-i", "localhost,", "-c", "local", str(pb)], cwd=ANSIBLE, capture_output=True,
+                       text=True, timeout=120, env=dict(env, ANSIBLE_PYTHON_INTERPRETER=sys.executable))
+    assert p.returncode == 0 and "failed=0" in p.stdout, p.stdout[-2000:] + p.stderr[-2000:]
+    monkeypatch.setenv("ANSIBLE_STRATEGY", "linear")
+    assert testbeds.ansible_env()["ANSIBLE_STRATEGY"] == "linear"

@@ -60,6 +60,11 @@ def test_the_command_for_an_inventory_host(inventory, cache, check):
     line = p.stdout.strip().splitlines()[-1]
     assert line.startswith(f"(cd {shlex.quote(str(ANSIBLE))} && ") and line.endswith(")")
     cmd = shlex.split(line[line.index("&& ") + 3:-1])
+    # the strategy ansible-playbook runs with (orchestrate/testbeds.py's ansible_env), as shell assignments
+    strategy = {k: v for k, v in testbeds.ansible_env().items()
+                if k.startswith("ANSIBLE_STRATEGY") and os.environ.get(k) != v}
+    assert cmd[:len(strategy)] == [f"{k}={v}" for k, v in strategy.items()] and strategy
+    cmd = cmd[len(strategy):]
     kh = pool.known_hosts_file(pool.ssh_member_id("node0", inventory))
     assert cmd == [str(BIN / "ansible-playbook"), "-i", str(inventory), "--limit", "node0",
                    *(["--check"] if check else []),
