@@ -104,7 +104,6 @@ def test_a_lowered_group_gets_almost_no_cpu_beside_busy_normal_ones_and_all_of_i
         low.close()
 
 
-
 def test_the_group_names_itself_to_the_containers_its_tests_start_and_close_removes_what_engines_made_in_it(
         monkeypatch):
     """The host part's containers go in its lowered group (FAVORLAB_CGROUP_PARENT, the group as its processes see
