@@ -2,6 +2,9 @@
 
     python3 -m workloads.client --schedule schedule.csv --host a1 --hosts hosts.json --t0 <unix time> \
         --log client-a1.csv [--port 5001] [--mode push|pull] [--flow-timeout 120] [--stop-at <unix time>]
+    python3 -m workloads.client ... --ready FILE     (instead of --t0: FILE is created once the client is
+        loaded, then the go line "t0 [stop_at]" (unix times) is read from stdin; the runner starts every
+        client this way and sets t0 once all are up)
 
 Every row with src == --host is opened at t0 + start_s whatever the network does (open loop): the
 connection is issued by the dispatcher itself (a non-blocking connect(), so the SYN leaves at the logged
@@ -287,24 +290,51 @@ def flows_for(path: str, host: str, hosts: dict[str, str]) -> list[Flow]:
     return mine
 
 
+READY_USAGE = "give one of --t0 and --ready"
+
+
+def await_go(ready: str) -> tuple[float, float | None]:
+    """--ready's handshake (favorflow's awaitGo): the client is loaded, so it says so by creating the file,
+    then blocks until its starter writes the go line "t0 [stop_at]" (unix times) to stdin. The starter learns
+    when every client is up instead of guessing a start-up lead."""
+    try:
+        open(ready, "wb").close()
+    except OSError as e:
+        raise SystemExit(f"workloads.client: --ready {ready}: cannot create it ({e})")
+    line = sys.stdin.readline()
+    try:
+        f = [float(x) for x in line.split()]
+    except ValueError:
+        f = []
+    if len(f) not in (1, 2):
+        raise SystemExit(f"workloads.client: --ready: expected the go line 't0 [stop_at]' (unix times) on stdin, "
+                         f"got {line!r}")
+    return f[0], (f[1] if len(f) == 2 else None)
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(prog="python3 -m workloads.client", description=__doc__.split("\n\n")[0])
     ap.add_argument("--schedule", required=True)
     ap.add_argument("--host", required=True, help="this host's name: runs the rows whose src is this")
     ap.add_argument("--hosts", required=True, help="hosts.json: host name -> IP")
-    ap.add_argument("--t0", type=float, required=True, help="unix time of the schedule's 0")
+    ap.add_argument("--t0", type=float, default=None, help="unix time of the schedule's 0 (or --ready)")
     ap.add_argument("--log", required=True, help="per-flow CSV written at exit")
     ap.add_argument("--port", type=int, default=None, help="server port (default: hosts.json's port, else 5001)")
     ap.add_argument("--mode", choices=("push", "pull"), default="push")
     ap.add_argument("--flow-timeout", type=float, default=120.0, help="seconds from a flow's start (default 120)")
     ap.add_argument("--stop-at", type=float, default=None, help="unix time to stop at, whatever is still open")
+    ap.add_argument("--ready", default=None, help="once loaded, create this file and read 't0 [stop_at]' from stdin")
     a = ap.parse_args(argv)
     if a.flow_timeout <= 0:
         ap.error("--flow-timeout must be > 0")
+    if (a.t0 is None) == (a.ready is None):
+        ap.error(READY_USAGE)
     hosts = load_hosts(a.hosts)
     flows = flows_for(a.schedule, a.host, hosts)
     raise_nofile()
     client = Client(flows, hosts, a.port or hosts_port(a.hosts) or 5001, a.mode, a.flow_timeout, a.t0)
+    if a.ready:
+        client.t0, a.stop_at = await_go(a.ready)
     rows = asyncio.run(client.run(a.stop_at))
     write_csv(a.log, LOG_COLUMNS, rows)
     counts = {}

@@ -122,10 +122,16 @@ class Runner:
         else:
             ctx.phase("probes")
             probes.probe_fidelity(ctx)
-        ctx.phase("state before")
         for d in ("qdisc", "nstat", "pcap", "flows"):
             (ctx.dir / d).mkdir(exist_ok=True)
+        # the flow clients first where they can wait for their go line: their start-ups (seconds in a TCG
+        # guest) overlap the state before, the captures and the servers instead of a lead after them
+        handshake = traffic.awaits_go(ctx)
+        if handshake:
+            ctx.phase("clients' start-up")
+            clients = traffic.launch_clients(ctx)
         # the state before the traffic
+        ctx.phase("state before")
         ctx.kernel_log = hoststate.KernelLog()
         ctx.qdisc_before = hoststate.qdisc_stats(ctx.net, ctx.routers())
         ctx.write_json("qdisc/before.json", ctx.qdisc_before)
@@ -137,17 +143,26 @@ class Runner:
         captures.start(ctx)
         favortrace.start(ctx)
         ctx.phase("servers")
-        # no wait for them: the clients' start lead (3 s at least) is theirs to come up in
+        # no wait for them here: the start lead waits for them (handshake) or is theirs to come up in
         traffic.start_servers(ctx)
         ctx.phase("clients' start lead")
         sampler = cpu.CpuSampler()
-        lead = traffic.start_lead(ctx)     # times a client's start-up first: t0 counts from its end
+        if handshake:
+            waited = time.time()
+            traffic.await_ready(ctx, clients)
+            lead = traffic.GO_LEAD_S
+            ctx.log(f"clients up {time.time() - waited:.2f} s after the servers: t0 in {lead:.1f} s")
+        else:
+            lead = traffic.start_lead(ctx)     # times a client's start-up first: t0 counts from its end
         t0 = time.time() + lead
         stop_at = t0 + s["duration_s"] + s["drain_s"]
         ctx.manifest["t0_unix"] = t0
         if ctx.is_chain():
             longflows.start_cross(ctx, t0)
-        clients = traffic.start_clients(ctx, t0, stop_at)
+        if handshake:
+            traffic.go(ctx, clients, t0, stop_at)
+        else:
+            clients = traffic.start_clients(ctx, t0, stop_at)
         if s.get("workload", {}).get("kind") == "persistent":
             longflows.start_persistent(ctx, t0)
         if s.get("flood"):

@@ -103,22 +103,96 @@ def start_lead(ctx) -> float:
 def start_clients(ctx, t0: float, stop_at: float) -> dict:
     """host -> the flow client started there: the chain's reference user, or every dumbbell host's client
     replaying its rows of the schedule from t0 to stop_at; or, for HTTP, path -> its wrk (httpload)."""
-    s, clients = ctx.spec, {}
-    if httpload.is_http(s):
+    if httpload.is_http(ctx.spec):
         return httpload.start_clients(ctx, t0)
+    clients = {}
     if ctx.is_chain():
         clients[ctx.hostsj["reference"]["src"]] = start_reference(ctx, t0, stop_at)
     for h in ([] if ctx.is_chain() else ctx.hostsj["hosts"]):
-        clients[h] = processes.popen(
-            ["nice", "-n", str(CLIENT_NICE)] + workload_cmd("client", s) + ["--schedule",
-             str(ctx.dir / s.get("schedule", DEFAULTS["schedule"])), "--host", h,
-             "--hosts", str(ctx.dir / rundir.HOSTS), "--t0", f"{t0:.6f}",
-             "--log", str(ctx.dir / "flows" / f"client-{h}.csv"),
-             "--stop-at", f"{stop_at:.6f}"], ctx.net.get(h), cwd=REPO, cgroup=ctx.cgroup_path(),
-            stdout=(ctx.dir / "log" / f"client-{h}.out").open("w"), stderr=subprocess.STDOUT)
-        ctx.procs[f"client-{h}"] = clients[h]
+        clients[h] = _flow_client(ctx, h, ["--t0", f"{t0:.6f}", "--stop-at", f"{stop_at:.6f}"])
     ctx.log(f"clients started, t0 {t0:.3f}, stop at {stop_at:.3f}")
     return clients
+
+
+def _flow_client(ctx, h: str, when: list[str], **kw) -> subprocess.Popen:
+    """The flow client of dumbbell host h, replaying its rows of the schedule; `when` is --t0 and --stop-at,
+    or --ready."""
+    p = processes.popen(
+        ["nice", "-n", str(CLIENT_NICE)] + workload_cmd("client", ctx.spec) + [
+         "--schedule", str(ctx.dir / ctx.spec.get("schedule", DEFAULTS["schedule"])), "--host", h,
+         "--hosts", str(ctx.dir / rundir.HOSTS), *when, "--log", str(ctx.dir / "flows" / f"client-{h}.csv")],
+        ctx.net.get(h), cwd=REPO, cgroup=ctx.cgroup_path(),
+        stdout=(ctx.dir / "log" / f"client-{h}.out").open("w"), stderr=subprocess.STDOUT, **kw)
+    ctx.procs[f"client-{h}"] = p
+    return p
+
+
+# From the go line to t0: the clients are up and blocked on their stdin, so this only covers writing six
+# lines and the clients' wake-up (milliseconds in a TCG guest) before the schedule's first flows.
+GO_LEAD_S = 1.0
+READY_TIMEOUT_S = 120.0
+
+
+def awaits_go(ctx) -> bool:
+    """Whether the run's flow clients start with the ready handshake (launch_clients): a dumbbell run whose
+    only traffic is the schedule's replay. The chain's reference user, HTTP's wrk, persistent flows and a
+    SYN flood are other processes started toward t0, so those runs keep the timed lead (start_lead)."""
+    s = ctx.spec
+    return not (ctx.is_chain() or httpload.is_http(s) or s.get("flood")
+                or s.get("workload", {}).get("kind") == "persistent")
+
+
+def launch_clients(ctx) -> dict:
+    """host -> its flow client, started with --ready before the rest of the set-up (captures, servers, the
+    state before), so that their start-ups overlap it: each creates log/client-<host>.ready once loaded and
+    then waits for its go line (go)."""
+    return {h: _flow_client(ctx, h, ["--ready", str(_ready_file(ctx, h))], stdin=subprocess.PIPE)
+            for h in ctx.hostsj["hosts"]}
+
+
+def _ready_file(ctx, h: str) -> Path:
+    return ctx.dir / "log" / f"client-{h}.ready"
+
+
+def await_ready(ctx, clients: dict, timeout_s: float = READY_TIMEOUT_S) -> None:
+    """Wait until every client launched by launch_clients and every flow server is up: a client's ready file
+    exists, a server's log has its "workloads.server: ... on ADDR" line (written once it listens). One that
+    exits first, or is not up after timeout_s, fails the run (its log says why)."""
+    deadline = time.time() + timeout_s
+    waiting = {f"client-{h}": (p, lambda h=h: _ready_file(ctx, h).exists()) for h, p in clients.items()}
+    waiting.update({f"server-{h}": (ctx.procs[f"server-{h}"], lambda h=h: _listening(ctx, h))
+                    for h in server_hosts(ctx)})
+    while waiting:
+        waiting = {k: v for k, v in waiting.items() if not v[1]()}
+        for k, (p, _) in waiting.items():
+            if p.poll() is not None:
+                raise RuntimeError(f"the flow {k.replace('-', ' on ', 1)} exited ({p.returncode}) before it was "
+                                   f"up: see log/{k}.out")
+        if waiting and time.time() > deadline:
+            raise RuntimeError(f"{sorted(waiting)} not up {timeout_s:.0f} s after their start (see their logs)")
+        if waiting:
+            time.sleep(0.02)
+
+
+def _listening(ctx, h: str) -> bool:
+    try:
+        return (ctx.dir / "log" / f"server-{h}.out").read_text().startswith("workloads.server:")
+    except FileNotFoundError:
+        return False
+
+
+def go(ctx, clients: dict, t0: float, stop_at: float) -> None:
+    """Every waiting client's go line: the schedule's t0 and the stop (a client that died meanwhile is
+    found by wait_clients, from its exit status)."""
+    line = f"{t0:.6f} {stop_at:.6f}\n".encode()
+    for h, p in clients.items():
+        try:
+            p.stdin.write(line)
+            p.stdin.close()
+        except BrokenPipeError:
+            pass
+        _ready_file(ctx, h).unlink(missing_ok=True)
+    ctx.log(f"clients started, t0 {t0:.3f}, stop at {stop_at:.3f}")
 
 
 def wait_clients(ctx, clients: dict, stop_at: float) -> None:

@@ -176,3 +176,26 @@ def test_an_adopted_network_going_down_stops_its_holders_by_their_recorded_start
     finally:
         other.kill()
         other.wait()
+
+
+def test_parking_reads_each_nodes_sockets_once_and_refuses_a_network_with_a_socket_left(tmp_path, lockdir, monkeypatch):
+    """One shell per node lists its sockets, closes the TIME-WAIT ones and lists what is left: the record
+    is written with the TIME-WAIT sockets still left per node; any other socket keeps the network from being
+    parked (the caller takes it down)."""
+    out = {"a1": "TIME-WAIT 0 0 10.0.0.1:5001 10.0.0.4:4000\n==\n",
+           "b1": "TIME-WAIT 0 0 10.0.0.4:4000 10.0.0.1:5001\n==\nTIME-WAIT 0 0 10.0.0.4:4000 10.0.0.1:5001\n"}
+    calls = []
+
+    def fake_out(argv, node=None, **kw):
+        calls.append((node, argv))
+        return out[node]
+    monkeypatch.setattr(kept.processes, "out", fake_out)
+    monkeypatch.setattr(kept, "record_path", lambda: lockdir / "kept.json")
+    net = type("Net", (), {"hosts": [type("N", (), {"name": n})() for n in out], "get": staticmethod(lambda n: n)})()
+    ctx = type("Ctx", (), {"net": net})()
+    assert kept.park(ctx, {"runs": 1}) == {"time_wait_left": {"b1": 1}}
+    assert sorted(n for n, _ in calls) == ["a1", "b1"] and all(a[:2] == ["sh", "-c"] for _, a in calls)
+    assert json.loads((lockdir / "kept.json").read_text())["runs"] == 1
+    out["a1"] = "ESTAB 0 0 10.0.0.1:5001 10.0.0.4:4000\n==\nESTAB 0 0 10.0.0.1:5001 10.0.0.4:4000\n"
+    with pytest.raises(RuntimeError, match="sockets left after the run: .*a1.*ESTAB"):
+        kept.park(ctx, {"runs": 2})

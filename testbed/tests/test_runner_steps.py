@@ -1,6 +1,7 @@
 """Runner: the steps of a run without a network (probes, captures, favor trace, traffic, fidelity checks),
 with stand-ins for the processes they start."""
 import copy
+import csv
 import json
 import shutil
 import subprocess
@@ -408,3 +409,73 @@ def test_the_rate_probe_waits_for_its_server_to_listen_and_no_longer():
         assert 0.3 <= probes.wait_tcp_listening(None, port, timeout_s=0.3) < 2.0     # bound, not listening
         s.listen()
         assert probes.wait_tcp_listening(None, port, timeout_s=5.0) < 1.0
+
+
+def test_the_clients_wait_for_their_go_line_only_in_runs_of_the_schedule_alone():
+    """The ready handshake (traffic.awaits_go) where the flow clients are the run's only traffic; runs with
+    other processes started toward t0 (the chain's, persistent flows, a SYN flood, HTTP) keep the timed lead."""
+    def awaits(spec):
+        return traffic.awaits_go(RunContext(dir=Path("."), log=None, spec=spec))
+    assert awaits(copy.deepcopy(SPEC))
+    assert not awaits(chain_spec())
+    for extra in ({"flood": {"pps": 100}}, {"workload": {"kind": "persistent"}}, {"workload": {"http": {}}}):
+        assert not awaits(dict(copy.deepcopy(SPEC), **extra)), extra
+
+
+def _loopback_run(tmp_path, impl="python"):
+    """A run context over loopback (no namespaces): a1 on 127.0.0.1 sends to b1 on 127.0.0.2."""
+    from workloads.launch import free_port
+    from workloads.tests.test_flows import small_schedule
+    (tmp_path / "log").mkdir()
+    (tmp_path / "flows").mkdir()
+    flows = small_schedule(tmp_path / "schedule.csv", n=30, rate=30, seed=4)
+    hostsj = {"hosts": {"a1": {"ip": "127.0.0.1"}, "b1": {"ip": "127.0.0.2"}}, "port": free_port()}
+    (tmp_path / "hosts.json").write_text(json.dumps(hostsj))
+    ctx = RunContext(dir=tmp_path, log=processes.Log(tmp_path / "runner.log"), hostsj=hostsj,
+                     spec={"topology": {"kind": "dumbbell"}, "workload_impl": impl, "schedule": "schedule.csv"})
+    ctx.net = type("NoNamespaces", (), {"get": staticmethod(lambda name: None)})()
+    return ctx, flows
+
+
+def test_the_run_starts_its_clients_first_and_sets_t0_once_they_and_the_servers_are_up(tmp_path):
+    """launch_clients, the servers, await_ready, go: the clients are up (their ready files) and replay
+    nothing before the go line; once it comes every flow starts on time from its t0."""
+    ctx, flows = _loopback_run(tmp_path)
+    clients = traffic.launch_clients(ctx)
+    try:
+        traffic.start_servers(ctx)
+        traffic.await_ready(ctx, clients, timeout_s=60)
+        assert all((tmp_path / "log" / f"client-{h}.ready").exists() for h in clients)
+        assert all(p.poll() is None for p in clients.values())
+        assert not list((tmp_path / "flows").glob("client-*.csv"))          # waiting, nothing replayed
+        t0 = time.time() + traffic.GO_LEAD_S
+        traffic.go(ctx, clients, t0, t0 + flows[-1].start_s + 5)
+        traffic.wait_clients(ctx, clients, t0 + flows[-1].start_s + 5)
+    finally:
+        traffic.stop_servers(ctx)
+        processes.stop_many(list(ctx.procs.values()))
+    assert ctx.reasons == []
+    assert not list((tmp_path / "log").glob("*.ready"))
+    got = list(csv.DictReader((tmp_path / "flows" / "client-a1.csv").open()))
+    assert len(got) == len(flows) and {r["outcome"] for r in got} == {"completed"}
+    assert all(0 <= float(r["lateness_s"]) < 0.5 for r in got)
+    assert "clients started, t0" in (tmp_path / "runner.log").read_text()
+
+
+def test_a_client_or_server_that_never_comes_up_fails_the_run_naming_it(tmp_path):
+    """A client that exits before it is up fails the run at once, naming its log; a server that never says
+    it listens fails it at the timeout."""
+    ctx, _ = _loopback_run(tmp_path)
+    (tmp_path / "schedule.csv").write_text("not a schedule\n")
+    clients = traffic.launch_clients(ctx)
+    ctx.procs.update({f"server-{h}": processes.popen(["sleep", "30"]) for h in ctx.hostsj["hosts"]})
+    try:
+        with pytest.raises(RuntimeError, match=r"flow client on a1 exited \(1\) before it was up: see log/client-a1.out"):
+            traffic.await_ready(ctx, clients, timeout_s=60)
+        clients = {}
+        t = time.time()
+        with pytest.raises(RuntimeError, match=r"\['server-a1', 'server-b1'\] not up 1 s after their start"):
+            traffic.await_ready(ctx, clients, timeout_s=1.0)
+        assert time.time() - t < 5
+    finally:
+        processes.stop_many(list(ctx.procs.values()))

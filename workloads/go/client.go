@@ -5,6 +5,7 @@ package main
 // goroutine per flow; a dispatcher goroutine sleeps until each start.
 
 import (
+	"bufio"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -316,17 +317,21 @@ func clientMain(argv []string) {
 			{name: "schedule", kind: "str", required: true},
 			{name: "host", kind: "str", required: true, help: "this host's name: runs the rows whose src is this"},
 			{name: "hosts", kind: "str", required: true, help: "hosts.json: host name -> IP"},
-			{name: "t0", kind: "float", required: true, help: "unix time of the schedule's 0"},
+			{name: "t0", kind: "float", help: "unix time of the schedule's 0 (or --ready)"},
 			{name: "log", kind: "str", required: true, help: "per-flow CSV written at exit"},
 			{name: "port", kind: "int", help: "server port (default: hosts.json's port, else 5001)"},
 			{name: "mode", kind: "str", choices: []string{"push", "pull"}},
 			{name: "flow-timeout", kind: "float", help: "seconds from a flow's start (default 120)"},
 			{name: "stop-at", kind: "float", help: "unix time to stop at, whatever is still open"},
+			{name: "ready", kind: "str", help: "once loaded, create this file and read 't0 [stop_at]' from stdin"},
 		}}
 	a := ap.parse(argv)
 	flowTimeout := a.float("flow-timeout", 120.0)
 	if !(flowTimeout > 0) {
 		ap.fail("--flow-timeout must be > 0")
+	}
+	if a.has("t0") == a.has("ready") {
+		ap.fail(readyUsage)
 	}
 	hosts := loadHosts(a["hosts"])
 	all, err := readSchedule(a["schedule"])
@@ -389,7 +394,11 @@ func clientMain(argv []string) {
 		timeout:     time.Duration(flowTimeout * 1e9),
 		timeoutText: fmt.Sprintf("flow not ended after --flow-timeout %s s", pyG(flowTimeout)),
 		allEnded:    make(chan struct{})}
-	c.clk = newClock(a.float("t0", 0))
+	t0, stopAtUnix, hasStop := a.float("t0", 0), a.float("stop-at", 0), a.has("stop-at")
+	if a.has("ready") {
+		t0, stopAtUnix, hasStop = awaitGo(a["ready"])
+	}
+	c.clk = newClock(t0)
 	for _, f := range mine {
 		c.runs = append(c.runs, &flowRun{f: f, outcome: "not_started"})
 	}
@@ -399,8 +408,8 @@ func clientMain(argv []string) {
 	sigs := make(chan os.Signal, 1)
 	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT)
 	var stopAt <-chan time.Time
-	if a.has("stop-at") {
-		stopAt = time.After(time.Until(c.clk.at(a.float("stop-at", 0) - c.clk.t0)))
+	if hasStop {
+		stopAt = time.After(time.Until(c.clk.at(stopAtUnix - c.clk.t0)))
 	}
 	go c.dispatch()
 	select {
@@ -444,4 +453,31 @@ func clientMain(argv []string) {
 	}
 	fmt.Printf("workloads.client %s: %d flows: {%s}\n", host, len(rows), strings.Join(parts, ", "))
 	os.Exit(0)
+}
+
+const readyUsage = "give one of --t0 and --ready"
+
+// awaitGo is --ready's handshake (workloads/client.py's await_go): the client is loaded, so it says so by
+// creating the file, then blocks until its starter writes the go line "t0 [stop_at]" (unix times) to stdin.
+// The starter learns when every client is up instead of guessing a start-up lead.
+func awaitGo(ready string) (t0, stopAt float64, hasStop bool) {
+	if err := os.WriteFile(ready, nil, 0o644); err != nil {
+		fatal(fmt.Sprintf("workloads.client: --ready %s: cannot create it (%v)", ready, err))
+	}
+	line, _ := bufio.NewReader(os.Stdin).ReadString('\n')
+	f := strings.Fields(line)
+	var err error
+	ok := len(f) == 1 || len(f) == 2
+	if ok {
+		t0, err = parseFloat(f[0])
+		ok = err == nil
+	}
+	if ok && len(f) == 2 {
+		stopAt, err = parseFloat(f[1])
+		ok, hasStop = err == nil, true
+	}
+	if !ok {
+		fatal(fmt.Sprintf("workloads.client: --ready: expected the go line 't0 [stop_at]' (unix times) on stdin, got %s", pyRepr(line)))
+	}
+	return t0, stopAt, hasStop
 }

@@ -1,6 +1,7 @@
 """The Go flow client/server (workloads/go) against the Python one: the same schedule gives the same per-flow
 logs apart from measured times, each side talks to the other, and bad inputs get the same messages."""
 import subprocess
+import time
 
 import pytest
 
@@ -138,3 +139,68 @@ def test_go_flag_forms_and_a_client_without_flows(tmp_path, go_built):
         assert p.returncode == 0, p.stderr
         assert p.stdout == "workloads.client a1: 0 flows: {}\n"
     assert (tmp_path / "c-python.csv").read_text() == (tmp_path / "c-go.csv").read_text()
+
+
+def _ready_client(tmp_path, impl, port, hosts='{"a1": "127.0.0.1", "b1": "127.0.0.2"}'):
+    """A client started with --ready (the runner's handshake); returns it and its ready file."""
+    (tmp_path / "h.json").write_text(hosts)
+    ready = tmp_path / "client.ready"
+    p = subprocess.Popen([*impl.client, "--schedule", str(tmp_path / "s.csv"), "--host", "a1", "--hosts",
+                          str(tmp_path / "h.json"), "--ready", str(ready), "--log", str(tmp_path / "client.csv"),
+                          "--port", str(port)], cwd=REPO, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, text=True)
+    deadline = time.time() + 30
+    while not ready.exists() and p.poll() is None and time.time() < deadline:
+        time.sleep(0.01)
+    return p, ready
+
+
+def test_ready_handshake_starts_the_schedule_at_the_go_lines_t0(tmp_path, impl):
+    """--ready: the client says it is up by creating the file, starts no flow before the go line, then
+    replays its schedule from the t0 that line gives and stops at its stop_at."""
+    flows = small_schedule(tmp_path / "s.csv", n=40, rate=40, seed=9)
+    port = free_port()
+    srv = start_server(tmp_path / "server.csv", "127.0.0.2", port, impl=impl)
+    try:
+        p, ready = _ready_client(tmp_path, impl, port)
+        assert ready.exists(), p.communicate(timeout=10)
+        time.sleep(1.0)
+        assert p.poll() is None and not (tmp_path / "client.csv").exists()    # waiting, nothing replayed
+        t0 = time.time() + 0.3
+        stop_at = t0 + flows[len(flows) // 2].start_s + 0.05        # about half the flows, then stop
+        out, err = p.communicate(f"{t0:.6f} {stop_at:.6f}\n", timeout=60)
+    finally:
+        stop_server(srv)
+    assert p.returncode == 0, err
+    got = rows(tmp_path / "client.csv")
+    started = [r for r in got if r["outcome"] != "not_started"]
+    assert 0 < len(started) < len(flows)                        # the go line's stop_at cut the schedule
+    for r in started:    # times count from the go line's t0, not from the client's start
+        assert 0 <= float(r["lateness_s"]) < 0.5, r
+        assert abs(float(r["actual_start_s"]) - float(r["scheduled_s"])) < 0.5, r
+    assert {r["outcome"] for r in got} <= {"completed", "timed_out", "not_started"}
+
+
+@pytest.mark.parametrize("go_line", ["", "soon\n", "1 2 3\n"])
+def test_ready_bad_go_line_same_message_and_status(tmp_path, go_built, go_line):
+    """A go line that is missing (stdin closed) or not 't0 [stop_at]' ends both clients alike, having
+    replayed nothing; so do neither or both of --t0 and --ready."""
+    small_schedule(tmp_path / "s.csv", n=3, rate=10, seed=1)
+    got = []
+    for impl in (PY, go_built):
+        p, ready = _ready_client(tmp_path, impl, 1)
+        assert ready.exists()
+        _, err = p.communicate(go_line, timeout=30)
+        got.append((p.returncode, err))
+        ready.unlink()
+    assert got[0] == got[1] and got[0][0] == 1, got
+    assert "expected the go line 't0 [stop_at]'" in got[0][1] and repr(go_line) in got[0][1]
+    assert not (tmp_path / "client.csv").exists()
+    base = [ "--schedule", str(tmp_path / "s.csv"), "--host", "a1", "--hosts", str(tmp_path / "h.json"),
+            "--log", str(tmp_path / "c.csv")]
+    for extra in ([], ["--t0", "0", "--ready", str(tmp_path / "r")]):
+        py = subprocess.run([*PY.client, *base, *extra], cwd=REPO, capture_output=True, text=True, timeout=30)
+        go = subprocess.run([*go_built.client, *base, *extra], cwd=REPO, capture_output=True, text=True, timeout=30)
+        assert py.returncode == go.returncode == 2, (py.stderr, go.stderr)
+        assert py.stderr.strip().splitlines()[-1].split(": error: ")[1] == \
+            go.stderr.strip().splitlines()[-1].split(": error: ")[1] == "give one of --t0 and --ready"
