@@ -250,8 +250,7 @@ def attempts_under(lease: pool.Lease, a, spec: dict, staging: Path, excluded_dir
     try:
         # under the lease: this member runs this checkout's code (provisioned again if another
         # pipeline with other code used it last); cheap when its marker matches
-        testbeds.up(member)
-        t = testbeds.target(member)
+        t = testbeds.up(member)
     except (SystemExit, subprocess.CalledProcessError, subprocess.TimeoutExpired) as e:
         rc, t, failure = 1, None, f"could not be brought up ({e})"
     if t is not None:

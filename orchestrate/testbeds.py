@@ -48,7 +48,7 @@ import threading
 import time
 from pathlib import Path
 
-from orchestrate import pool
+from orchestrate import atomic, pool
 from orchestrate.config import ConfigError, p4_tarball, read_config
 from orchestrate.remote import Ssh
 
@@ -109,16 +109,38 @@ def inventory(tb: dict, state: dict | None = None) -> tuple[str, str]:
     return (inv if Path(inv).is_absolute() else str(REPO / inv)), tb["host"]
 
 
-def target(tb: dict) -> dict:
-    """SSH coordinates of the experiment host, from the Ansible inventory (one source of truth), and the
-    known_hosts file that holds its host key (see the module's docstring)."""
-    state = vm_state(tb["vm_name"]) if tb["kind"] == "local-vm" else None
-    inv, host = inventory(tb, state)
+def host_vars(inv: str, host: str, whole_file: bool = False) -> dict:
+    """The host's variables as Ansible resolves them (ansible-inventory --host: about 1 s of Python, once
+    or twice in every run job). whole_file: the inventory is one file that holds everything about the host
+    (favorvm writes a local guest's so, anew at each boot), so the answer is kept in the cache under a hash
+    of the file's text and the host, and read from there while the file is unchanged."""
+    cached = None
+    if whole_file:
+        key = hashlib.sha256(Path(inv).read_bytes() + b"\0" + host.encode()).hexdigest()[:24]
+        cached = pool.cache_root() / "inventory-hosts" / f"{key}.json"
+        if cached.is_file():
+            try:
+                return json.loads(cached.read_text())
+            except ValueError:
+                pass
     out = subprocess.run([str(VENV_BIN / "ansible-inventory"), "-i", inv, "--host", host],
                          capture_output=True, text=True, cwd=REPO / "ansible", stdin=subprocess.DEVNULL)
     if out.returncode != 0:
         sys.exit(f"testbed: cannot read host {host} from inventory {inv}: {out.stderr.strip()}")
     hv = json.loads(out.stdout)
+    if cached is not None:
+        atomic.write_json(cached, hv)
+    return hv
+
+
+def target(tb: dict, state: dict | None = None) -> dict:
+    """SSH coordinates of the experiment host, from the Ansible inventory (one source of truth), and the
+    known_hosts file that holds its host key (see the module's docstring). state: a local guest's
+    vm_state() when the caller has just read it."""
+    if tb["kind"] == "local-vm" and state is None:
+        state = vm_state(tb["vm_name"])
+    inv, host = inventory(tb, state)
+    hv = host_vars(inv, host, whole_file=state is not None)
     if state is not None:                 # favorvm wrote it from the image's host key at this boot
         known_hosts, checking = state.get("known_hosts"), "yes"
     else:
@@ -212,9 +234,11 @@ def ansible_env() -> dict[str, str]:
     return env
 
 
-def up(tb: dict, out=None) -> None:
-    """Boot (a local guest) and provision the testbed with this checkout's code unless it already is.
-    out: a file for the output of favorvm and Ansible (up-all: one per member), else ours."""
+def up(tb: dict, out=None) -> dict:
+    """Boot (a local guest) and provision the testbed with this checkout's code unless it already is;
+    returns its target(). out: a file for the output of favorvm and Ansible (up-all: one per member), else
+    ours."""
+    st = None
     if tb["kind"] == "local-vm":
         st, clock = vm_state(tb["vm_name"]), tb.get("clock", "real")
         if st.get("running") and st.get("clock", "real") != clock:
@@ -225,13 +249,14 @@ def up(tb: dict, out=None) -> None:
             log(f"starting the local VM {tb['vm_name']} ({clock} clock; first boot builds the guest image)", out)
             subprocess.run([str(FAVORVM), "start", "--name", tb["vm_name"], "--clock", clock], check=True,
                            stdin=subprocess.DEVNULL, stdout=out, stderr=out)
-    t = target(tb)
+            st = None       # read again: the boot wrote it
+    t = target(tb, state=st)
     ssh = connect(t)
     want = code_hash() + ("+p4" if tb.get("p4") else "")
     have = ssh.capture(f"cat {MARKER} 2>/dev/null", timeout=120).stdout.strip()
     if have == want:
         log(f"{t['host']}:{t['port']} already provisioned with this code ({want})", out)
-        return
+        return t
     inv, host = inventory(tb)
     log(f"provisioning {host} with Ansible (ansible/site.yml)", out)
     subprocess.run(playbook_command("site.yml", inv, host, site_vars(tb, ssh.common_args)),
@@ -240,6 +265,7 @@ def up(tb: dict, out=None) -> None:
     r = ssh.capture(f"mkdir -p $(dirname {MARKER}) && echo {want} > {MARKER}", timeout=120)
     if r.returncode != 0:
         sys.exit(f"testbed: could not record provisioning on {host}: {r.stderr.strip()}")
+    return t
 
 
 def clean_members(target: str, inventory_path: str | None = None) -> list[dict]:

@@ -45,8 +45,7 @@ if args[:2] == ["-m", "orchestrate.remote"]:         # one attempt: a complete r
     sys.exit(0)
 if args[:2] == ["-m", "orchestrate.run_step"]:       # the real run_step, its testbed faked
     from orchestrate import testbeds
-    testbeds.up = lambda member, out=None: None
-    testbeds.target = lambda member: {{"host": "127.0.0.1", "port": 1, "user": "root"}}
+    testbeds.up = lambda member, out=None: {{"host": "127.0.0.1", "port": 1, "user": "root"}}
     testbeds.dead_reason = lambda member: None
     sys.executable = __file__                          # its orchestrate.remote is the one above
     sys.argv = ["orchestrate.run_step", *args[2:]]

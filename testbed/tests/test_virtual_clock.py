@@ -72,7 +72,7 @@ def test_up_starts_the_guest_with_its_clock_and_never_uses_one_of_the_other(monk
     class Stop(Exception):
         pass
 
-    def target(tb):       # the guest is up: what follows (SSH, Ansible) is not this test's
+    def target(tb, state=None):       # the guest is up: what follows (SSH, Ansible) is not this test's
         raise Stop
     monkeypatch.setattr(testbeds, "target", target)
     with pytest.raises(Stop):
