@@ -133,11 +133,10 @@ class Runner:
         # the state before the traffic
         ctx.phase("state before")
         ctx.kernel_log = hoststate.KernelLog()
-        ctx.qdisc_before = hoststate.qdisc_stats(ctx.net, ctx.routers())
+        ctx.qdisc_before, ctx.nstat_before = hoststate.qdisc_stats_and_nstat(ctx.net, ctx.routers(), ctx.hostsj["hosts"])
         ctx.write_json("qdisc/before.json", ctx.qdisc_before)
         if ctx.p4:
             ctx.write_json("qdisc/p4-before.json", bmv2.p4_state(ctx.p4))
-        ctx.nstat_before = hoststate.nstat(ctx.net, ctx.hostsj["hosts"])
         # the recorders and the receivers, then the senders from a common t0
         ctx.phase("captures")
         captures.start(ctx)
@@ -183,14 +182,15 @@ class Runner:
             traffic.stop_flood(ctx, t0)
         if ctx.cross is not None:
             longflows.stop_cross(ctx, stop_at)
+        last_packets = time.time() + 1.0     # a second for the last packets, the CPU record made within it
         cpu.record(ctx, sampler)
-        time.sleep(1.0)
+        time.sleep(max(0.0, last_packets - time.time()))
         traffic.stop_servers(ctx)
         favortrace.stop(ctx)
         captures.stop(ctx)
         # the state after the traffic, and the checks on it
         ctx.phase("state after and checks")
-        qdisc_after = hoststate.qdisc_stats(ctx.net, ctx.routers())
+        qdisc_after, nstat_after = hoststate.qdisc_stats_and_nstat(ctx.net, ctx.routers(), ctx.hostsj["hosts"])
         ctx.write_json("qdisc/after.json", qdisc_after)
         ctx.checks.update(fidelity.favor_counts_check(qdisc_after))
         ctx.checks.update(favortrace.counts_check(ctx, qdisc_after))
@@ -199,7 +199,7 @@ class Runner:
             after_p4 = bmv2.p4_state(ctx.p4)
             ctx.write_json("qdisc/p4-after.json", after_p4)
             ctx.checks.update(bmv2.p4_drained_check(after_p4))
-        hoststate.write_nstat(ctx)
+        hoststate.write_nstat(ctx, nstat_after)
         fidelity.workload_checks(ctx)
 
     def teardown(self):

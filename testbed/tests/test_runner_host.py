@@ -5,6 +5,7 @@ import shutil
 import shlex
 import struct
 import subprocess
+import time
 from pathlib import Path
 
 import pytest
@@ -228,3 +229,33 @@ def test_a_hosts_tcp_profile_is_one_command_that_sets_and_reads_back():
         == hoststate.route_opts(SPEC["tcp"])
     assert steps[2][:6] == ["ip", "route", "change", "default", "via", "10.0.1.254"]
     assert steps[3] == ["sysctl", "-n", *hoststate.tcp_sysctls(SPEC["tcp"]), "net.ipv4.tcp_available_congestion_control"]
+
+
+def test_the_state_before_and_after_reads_every_router_and_host_at_once(monkeypatch):
+    """qdisc_stats_and_nstat: tc's JSON per router and nstat's per host, keyed by node, all in flight
+    together (the slowest read bounds the wait); a read that is not JSON is kept as raw text."""
+    import threading
+    from testbed.runner import hoststate
+    inflight, most = [0], [0]
+    lock = threading.Lock()
+
+    def fake_out(argv, node=None, env=None, **kw):
+        with lock:
+            inflight[0] += 1
+            most[0] = max(most[0], inflight[0])
+        time.sleep(0.2)
+        with lock:
+            inflight[0] -= 1
+        if argv[0] == "tc":
+            assert env["TC_LIB_DIR"] == "/usr/local/lib/favorlab/tc"
+            return '[{"kind": "pfifo", "node": "%s"}]' % node
+        assert env["NSTAT_HISTORY"] == "/dev/null"
+        return "nstat: broken" if node == "b3" else '{"kernel": {"TcpActiveOpens": 1}, "node": "%s"}' % node
+    monkeypatch.setattr(hoststate, "out", fake_out)
+    net = type("Net", (), {"get": staticmethod(lambda n: n)})()
+    hosts = ["a1", "a2", "a3", "b1", "b2", "b3"]
+    t = time.time()
+    q, n = hoststate.qdisc_stats_and_nstat(net, ("rl", "rr"), hosts)
+    assert time.time() - t < 1.0 and most[0] == 8
+    assert list(q) == ["rl", "rr"] and q["rr"] == [{"kind": "pfifo", "node": "rr"}]
+    assert list(n) == hosts and n["a2"]["node"] == "a2" and n["b3"] == {"raw": "nstat: broken"}
