@@ -260,11 +260,8 @@ def fake_pool(tmp_path, monkeypatch):
     script = tmp_path / "fake_remote.py"
     script.write_text(FAKE_REMOTE)
     behaviour = {"how": "valid", "dead": None, "ups": []}
-    def up(m, out=None):
-        behaviour["ups"].append(m["id"])
-        return {"host": "127.0.0.1", "port": 40000 + len(m["id"]), "user": "root", "known_hosts": "/kh",
-                "host_key_checking": "yes"}
-    monkeypatch.setattr(testbeds, "up", up)
+    monkeypatch.setattr(testbeds, "up", lambda m, out=None: behaviour["ups"].append(m["id"]) or {
+        "host": "127.0.0.1", "port": 40000 + len(m["id"]), "user": "root", "known_hosts": "/kh", "host_key_checking": "yes"})
     monkeypatch.setattr(testbeds, "dead_reason", lambda m: behaviour["dead"])
     behaviour["then"] = []    # how the attempts go, one by one, before `how` takes over
 
@@ -467,28 +464,6 @@ def test_ssh_member_connects_with_its_own_known_hosts(inventory, monkeypatch):
     assert shlex.split(extra["ansible_ssh_common_args"]) == testbeds.connect(t).common_args
     marker = [a for a in ran if a[0] == "ssh"]
     assert marker and all(a[1:5] == testbeds.connect(t).common_args[:4] for a in marker)
-
-
-def test_a_local_guests_host_vars_are_read_once_per_inventory_text(tmp_path, cache, monkeypatch):
-    """A local guest's inventory (one file favorvm writes at each boot): ansible-inventory's answer is kept
-    under a hash of the file and the host, reused while the file is the same, read again when it changes;
-    an inventory of other files (whole_file False) is read every time."""
-    need_ansible_inventory()
-    inv = tmp_path / "inventory.yml"
-    inv.write_text("all:\n  hosts:\n    vm:\n      ansible_host: 127.0.0.1\n      ansible_port: 40001\n")
-    real_run, runs = subprocess.run, []
-
-    def counting_run(argv, *a, **kw):
-        runs.append(argv)
-        return real_run(argv, *a, **kw)
-    monkeypatch.setattr(testbeds.subprocess, "run", counting_run)
-    assert testbeds.host_vars(str(inv), "vm", whole_file=True)["ansible_port"] == 40001
-    assert testbeds.host_vars(str(inv), "vm", whole_file=True)["ansible_port"] == 40001
-    assert len(runs) == 1 and len(list((cache / "inventory-hosts").iterdir())) == 1
-    inv.write_text(inv.read_text().replace("40001", "40002"))          # the next boot's port
-    assert testbeds.host_vars(str(inv), "vm", whole_file=True)["ansible_port"] == 40002
-    assert testbeds.host_vars(str(inv), "vm")["ansible_port"] == 40002
-    assert len(runs) == 3
 
 
 # ---------------------------------------------------------------- the pipeline's plan
