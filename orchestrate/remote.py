@@ -221,7 +221,7 @@ class Ssh:
             return p.wait()
         return subprocess.run(argv, preexec_fn=die_with_parent()).returncode
 
-    def rsync_argv(self, src: str, dst: str) -> list[str]:
+    def rsync_argv(self, src: str | list[str], dst: str) -> list[str]:
         """rsync's command. A run directory comes from a host that the controller does not have to trust
         (a testbed shared with others, or broken into), and the controller often copies it as root, so
         only what the analysis reads comes back: directories, regular files and their mtimes (-rlt), never
@@ -236,9 +236,10 @@ class Ssh:
         (docs/measurements.md, "Copying a run back"; python -m orchestrate.bench_copy_back)."""
         sudo = ["--rsync-path=sudo -n rsync"] if self.sudo else []
         return ["rsync", "-rlt", "--safe-links", "--no-devices", "--no-specials", "--no-perms",
-                "--chmod=D755,F644", "--partial", *COMPRESS, *sudo, "-e", self.ssh_cmd(), src, dst]
+                "--chmod=D755,F644", "--partial", *COMPRESS, *sudo, "-e", self.ssh_cmd(),
+                *([src] if isinstance(src, str) else src), dst]
 
-    def rsync(self, src: str, dst: str) -> None:
+    def rsync(self, src: str | list[str], dst: str) -> None:
         self._ready()
         p = subprocess.run(self.rsync_argv(src, dst), capture_output=True, text=True, preexec_fn=die_with_parent())
         if p.returncode:
@@ -261,10 +262,16 @@ def disk_need_mib(spec: dict) -> int:
     return int(4 * pps * seconds * per_packet / 2**20) + DISK_MARGIN_MIB
 
 
-def check_space(ssh: Ssh, where: str, need_mib: int) -> None:
+def check_space(ssh: Ssh, where: str, need_mib: int, make: bool = False) -> None:
     """Fail before the run, naming the host, the space and the fix, when its disk cannot hold the run: a
-    run that fills the disk mid-way loses its captures and says so only in a tcpdump error."""
-    r = ssh.capture(f"df -Pk {shlex.quote(where)}", timeout=120)
+    run that fills the disk mid-way loses its captures and says so only in a tcpdump error. make: first
+    make `where` afresh, in the same command (each command over SSH is a session of its own, tenths of a
+    second in a TCG guest)."""
+    q = shlex.quote(where)
+    r = ssh.capture((f"rm -rf {q} && mkdir -p {q} && " if make else "") + f"df -Pk {q}", timeout=120)
+    if make and r.returncode:
+        raise RemoteError(f"cannot create {where} on {ssh.dest} (is the host reachable and provisioned?): "
+                          f"{r.stderr.strip()[-300:]}")
     try:
         avail = int(r.stdout.strip().splitlines()[-1].split()[3]) // 1024
     except (IndexError, ValueError):
@@ -303,12 +310,9 @@ def _execute(ssh: Ssh, run_dir: Path, part: Path, reuse_topology: bool = False) 
     print(f"remote: {run_id} -> {ssh.dest}:{remote}", flush=True)
     phases = rundir.Phases()
     phases.mark("connect and space check")
-    if ssh.run(f"rm -rf {shlex.quote(remote)} && mkdir -p {shlex.quote(remote)}"):
-        raise RemoteError(f"cannot create {remote} on {ssh.dest} (is the host reachable and provisioned?)")
-    check_space(ssh, remote, disk_need_mib(spec))
+    check_space(ssh, remote, disk_need_mib(spec), make=True)
     phases.mark("copy in")
-    ssh.rsync(f"{part}/{rundir.SPEC}", ssh.at(f"{remote}/"))
-    ssh.rsync(f"{part}/{rundir.SCHEDULE}", ssh.at(f"{remote}/"))
+    ssh.rsync([f"{part}/{rundir.SPEC}", f"{part}/{rundir.SCHEDULE}"], ssh.at(f"{remote}/"))
     # the runner takes the host's lock (waiting, and saying so, while another controller's run holds it)
     phases.mark(RUNNER_PHASE)
     reuse = " --reuse-topology" if reuse_topology else ""

@@ -60,7 +60,7 @@ class FakeSsh(remote.Ssh):
 
     def __init__(self, root: Path, runner_ok: bool):
         super().__init__("127.0.0.1", 22, "root")
-        self.root, self.runner_ok, self.commands = root, runner_ok, []
+        self.root, self.runner_ok, self.commands, self.copies = root, runner_ok, [], []
         self.alive = True
 
     def run(self, cmd, stream=False):
@@ -86,18 +86,25 @@ class FakeSsh(remote.Ssh):
 
     def capture(self, cmd, timeout=None):
         self.commands.append(cmd)
+        if cmd.startswith("rm -rf"):            # the attempt's directory made and its disk read in one command
+            target = self.root / cmd.split()[2].lstrip("/")
+            shutil.rmtree(target, ignore_errors=True)
+            target.mkdir(parents=True)
+            cmd = "df" + cmd.split(" && df")[1]
         assert cmd.startswith("df -Pk ")
         out = ("Filesystem     1024-blocks    Used Available Capacity Mounted on\n"
                f"/dev/vda         6082876 2000000 {self.free_kib} 40% /\n")
         return subprocess.CompletedProcess(cmd, 0, out, "")
 
     def rsync(self, src, dst):
+        self.copies.append(src)
         if not self.alive:
             raise remote.RemoteError("rsync: connection unexpectedly closed (the host died)")
-        if src.startswith(self.dest):           # pull: remote folder -> local folder
+        if isinstance(src, str) and src.startswith(self.dest):     # pull: remote folder -> local folder
             shutil.copytree(self.root / src.split(":", 1)[1].lstrip("/"), dst, dirs_exist_ok=True)
-        else:                                   # push: local file -> remote folder
-            shutil.copy(src, self.root / dst.split(":", 1)[1].lstrip("/"))
+        else:                                   # push: local files -> remote folder
+            for f in ([src] if isinstance(src, str) else src):
+                shutil.copy(f, self.root / dst.split(":", 1)[1].lstrip("/"))
 
 
 def test_execute_success_renames_and_cleans_remote(tmp_path):
@@ -203,9 +210,14 @@ def test_disk_need_grows_with_rate_duration_and_snaplen():
 
 
 def test_the_controller_times_its_phases_into_the_run_directory(tmp_path):
+    """The phases, each as few SSH sessions as it takes (each is tenths of a second in a TCG guest): the
+    attempt's directory and the disk check one command, the two inputs one copy."""
     spec, sched = _inputs(tmp_path)
     run_dir = tmp_path / "runs" / "r1"
-    remote.execute(FakeSsh(tmp_path / "host", runner_ok=True), run_dir, spec, sched)
+    ssh = FakeSsh(tmp_path / "host", runner_ok=True)
+    remote.execute(ssh, run_dir, spec, sched)
+    assert [c.split()[0] for c in ssh.commands] == ["rm", "cd", "rm"] and "mkdir -p" in ssh.commands[0]
+    assert [len(c) if isinstance(c, list) else 1 for c in ssh.copies] == [2, 1]
     phases = json.loads((run_dir / rundir.CONTROLLER).read_text())["phases_s"]
     assert list(phases) == ["connect and space check", "copy in", remote.RUNNER_PHASE, "copy back", "host clean-up"]
     assert all(isinstance(s, float) and s >= 0 for s in phases.values())
