@@ -84,20 +84,47 @@ def run_in(node, argv: list[str], env: dict | None = None, check=True) -> str:
     return p.stdout
 
 
+# Tools whose consecutive commands a node script gives to one process (`tc -batch`, `ip -batch`): each start
+# of a process is tens of milliseconds in a TCG guest, and a kept network's reset alone is 48 of them.
+BATCH_TOOLS = ("tc", "ip")
+BATCH_END = "FAVORLAB_BATCH_END"
+
+
+def _batchable(argv: list[str]) -> bool:
+    """A command that reads the same from a batch line: tc and ip split batch lines at blanks and treat
+    quotes and '#' their own way, so an argument holding any of those keeps its own process."""
+    return argv[0] in BATCH_TOOLS and len(argv) > 1 and not any(
+        not a or any(c in a for c in " \t\n'\"\\#") or a == BATCH_END for a in argv[1:])
+
+
 def node_script(cmds: list[tuple[list[str], bool, str | None]]) -> str:
     """One node's commands as one shell script: (argv, check, qdisc kind or None) each, in order. A checked
     command that fails ends the script naming it; an unchecked one (ethtool on a veth whose features are
-    fixed) is silent. A command for one of favorlab's qdiscs gets the tc plugin directory (tc_env)."""
-    lines = []
+    fixed) is silent. A command for one of favorlab's qdiscs gets the tc plugin directory (tc_env).
+    Consecutive tc (or ip) commands with the same check and environment run as one `-batch` of that tool:
+    checked, it stops at the first failing line (tc names the line: "Command failed -:N") and the script
+    names the batch; unchecked, with -force, every line is tried."""
+    groups: list[tuple[tuple, list[list[str]]]] = []
     for argv, check, kind in cmds:
-        cmd = shlex.join(argv)
-        extra = tc_lib_env(kind)
-        if extra:
-            cmd = "env " + " ".join(f"{k}={shlex.quote(v)}" for k, v in extra.items()) + " " + cmd
-        if check:
-            lines.append(f"{cmd} || {{ echo {shlex.quote('failed: ' + shlex.join(argv))} >&2; exit 1; }}")
+        key = (argv[0] if _batchable(argv) else None, check, tuple(sorted(tc_lib_env(kind).items())))
+        if key[0] and groups and groups[-1][0] == key:
+            groups[-1][1].append(argv)
         else:
-            lines.append(f"{cmd} >/dev/null 2>&1 || true")
+            groups.append((key, [argv]))
+    lines = []
+    for (tool, check, extra), argvs in groups:
+        if len(argvs) == 1:
+            cmd, what = shlex.join(argvs[0]), shlex.join(argvs[0])
+        else:
+            cmd = f"{tool}{'' if check else ' -force'} -batch - <<'{BATCH_END}'"
+            what = f"{tool} -batch: " + "; ".join(" ".join(a[1:]) for a in argvs)
+        if extra:
+            cmd = "env " + " ".join(f"{k}={shlex.quote(v)}" for k, v in extra) + " " + cmd
+        if check:
+            line = f"{cmd} || {{ echo {shlex.quote('failed: ' + what)} >&2; exit 1; }}"
+        else:
+            line = f"{cmd} >/dev/null 2>&1 || true"
+        lines.append(line if len(argvs) == 1 else "\n".join([line, *(" ".join(a[1:]) for a in argvs), BATCH_END]))
     return "\n".join(lines)
 
 

@@ -233,6 +233,7 @@ def adopt(ctx, rec: dict) -> KeptNet:
     (ctx.dir / rundir.HOSTS).write_text(json.dumps(ctx.hostsj, indent=2) + "\n")
     ctx.net = net
     tc.run_node_scripts(net, reset_jobs(topomod.qdisc_plan(ctx.spec["topology"], ctx.spec["aqm"]), net.nodes))
+    ctx.phase("kept topology's ARP warm-up")
     warm_arp(net, ctx.hostsj)
     return net
 
@@ -251,10 +252,11 @@ def reset_jobs(plan: dict, nodes) -> dict:
                       (["ip", "tcp_metrics", "flush", "all"], False, None)] for n in nodes}
     for node_name, items in plan.items():
         key = None if node_name == "root" else node_name
-        for cmds, kind in items:
-            jobs.setdefault(key, []).extend((["tc", "qdisc", "del", "dev", d, "root"], False, None)
-                                            for d in root_devs(cmds))
-            jobs[key].extend((c, True, kind) for c in cmds)
+        # every root qdisc of the node deleted before any is made again (each on its own device): so the
+        # deletions, and the makings of one kind, are consecutive and run as one tc -batch (node_script)
+        jobs.setdefault(key, []).extend((["tc", "qdisc", "del", "dev", d, "root"], False, None)
+                                        for cmds, _ in items for d in root_devs(cmds))
+        jobs[key].extend((c, True, kind) for cmds, kind in items for c in cmds)
     return jobs
 
 

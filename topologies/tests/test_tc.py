@@ -61,3 +61,43 @@ def test_every_port_gets_offloads_off_and_its_mtu_and_every_bridge_port_offloads
     assert jobs == {"h1": [(["ip", "a"], True, None), (tc.offload_cmd("h1-eth0"), False, None),
                            (["ip", "link", "set", "h1-eth0", "mtu", "1500"], True, None)],
                     None: [(tc.offload_cmd("s1"), False, None), (tc.offload_cmd("s1-h1"), False, None)]}
+
+
+def test_consecutive_tc_and_ip_commands_run_as_one_batch_each(tmp_path):
+    """node_script gives consecutive tc (or ip) commands of one check and environment to one `-batch`
+    process, the batch's lines being the commands without the tool's name; unchecked ones with -force and
+    silent; a checked batch that fails stops the script naming its lines; an argument a batch line cannot
+    carry (a blank) keeps a process of its own. Run by sh with a stand-in tc and ip that log what they get."""
+    bin_ = tmp_path / "bin"
+    bin_.mkdir()
+    for tool in ("tc", "ip"):
+        (bin_ / tool).write_text(f'#!/bin/sh\necho "{tool} $*" >> {tmp_path}/calls\n'
+                                 f'[ "$1" = "-batch" ] || [ "$2" = "-batch" ] && cat >> {tmp_path}/calls\n'
+                                 f'grep -q fail {tmp_path}/calls && exit 1 || exit 0\n')
+        (bin_ / tool).chmod(0o755)
+    env = dict(os.environ, PATH=f"{bin_}:{os.environ['PATH']}")
+    script = tc.node_script([(["ip", "neigh", "flush", "all"], False, None), (["ip", "tcp_metrics", "flush", "all"], False, None),
+                             (["tc", "qdisc", "del", "dev", "a", "root"], False, None),
+                             (["tc", "qdisc", "del", "dev", "b", "root"], False, None),
+                             (["tc", "qdisc", "replace", "dev", "a", "root", "htb"], True, "favor"),
+                             (["tc", "qdisc", "add", "dev", "a", "parent", "1:1", "favor"], True, "favor"),
+                             (["tc", "qdisc", "replace", "dev", "b", "root", "pfifo"], True, "pfifo"),
+                             (["tc", "filter", "add", "dev", "b", "u32 match"], True, None)])
+    p = subprocess.run(["sh", "-c", script], capture_output=True, text=True, env=env)
+    assert p.returncode == 0, p.stderr
+    assert (tmp_path / "calls").read_text().splitlines() == [
+        "ip -force -batch -", "neigh flush all", "tcp_metrics flush all",
+        "tc -force -batch -", "qdisc del dev a root", "qdisc del dev b root",
+        "tc -batch -", "qdisc replace dev a root htb", "qdisc add dev a parent 1:1 favor",
+        "tc qdisc replace dev b root pfifo", "tc filter add dev b u32 match"]
+    assert script.count(f"env TC_LIB_DIR={tc.FAVOR_TC_LIB} tc -batch -") == 1     # the favor batch alone
+    (tmp_path / "calls").unlink()
+    failing = tc.node_script([(["tc", "qdisc", "del", "dev", "fail", "root"], False, None),
+                              (["tc", "qdisc", "del", "dev", "c", "root"], False, None),
+                              (["tc", "qdisc", "add", "dev", "fail", "root", "htb"], True, None),
+                              (["tc", "qdisc", "add", "dev", "d", "root", "htb"], True, None),
+                              (["ip", "link", "set", "d", "up"], True, None)])
+    p = subprocess.run(["sh", "-c", failing], capture_output=True, text=True, env=env)
+    assert p.returncode == 1
+    assert p.stderr.strip() == "failed: tc -batch: qdisc add dev fail root htb; qdisc add dev d root htb"
+    assert "ip link" not in (tmp_path / "calls").read_text()       # the script stopped at the failed batch
