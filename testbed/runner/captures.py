@@ -55,7 +55,9 @@ def foreign_packets(pcap: Path, own: list[str], keep: int = 5) -> tuple[int, lis
     return len(lines), lines[:keep]
 
 
-def start(ctx) -> None:
+def launch(ctx) -> tuple[list[str], float]:
+    """A tcpdump at every capture point, not waited for (wait_started): the run reads its state before the
+    traffic while they open their captures. Returns the points' names and when they were launched."""
     snap = str(ctx.spec["capture"]["snaplen"])
     points = capture_points(ctx.hostsj)
     flt = capture_filter(ctx.spec)
@@ -64,8 +66,13 @@ def start(ctx) -> None:
             ["tcpdump", "-i", intf, "-s", snap, "-B", "16384", "-n", "-w",
              str(ctx.dir / "pcap" / f"{name}.pcap"), flt], ctx.net.get(node),
             stdout=subprocess.DEVNULL, stderr=(ctx.dir / "log" / f"tcpdump-{name}.err").open("w"))
-    waited = wait_listening([ctx.dir / "log" / f"tcpdump-{name}.err" for name in points])
-    ctx.log(f"captures started: {', '.join(points)} (listening after {waited:.2f} s)")
+    return list(points), time.monotonic()
+
+
+def wait_started(ctx, points: list[str], launched: float) -> None:
+    """Until every capture launched is listening (wait_listening), logged with the seconds since the launch."""
+    wait_listening([ctx.dir / "log" / f"tcpdump-{name}.err" for name in points])
+    ctx.log(f"captures started: {', '.join(points)} (listening {time.monotonic() - launched:.2f} s after their launch)")
 
 
 def wait_listening(errs: list[Path], timeout_s: float = 5.0) -> float:

@@ -130,7 +130,9 @@ class Runner:
         if handshake:
             ctx.phase("clients' start-up")
             clients = traffic.launch_clients(ctx)
-        # the state before the traffic
+        # the captures come up while the state before the traffic is read (neither sends a packet)
+        ctx.phase("captures")
+        capturing = captures.launch(ctx)
         ctx.phase("state before")
         ctx.kernel_log = hoststate.KernelLog()
         ctx.qdisc_before, ctx.nstat_before = hoststate.qdisc_stats_and_nstat(ctx.net, ctx.routers(), ctx.hostsj["hosts"])
@@ -139,7 +141,7 @@ class Runner:
             ctx.write_json("qdisc/p4-before.json", bmv2.p4_state(ctx.p4))
         # the recorders and the receivers, then the senders from a common t0
         ctx.phase("captures")
-        captures.start(ctx)
+        captures.wait_started(ctx, *capturing)
         favortrace.start(ctx)
         ctx.phase("servers")
         # no wait for them here: the start lead waits for them (handshake) or is theirs to come up in
