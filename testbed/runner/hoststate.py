@@ -182,10 +182,6 @@ def qdisc_stats(net, routers=("rl", "rr")) -> dict:
     return dict(json_per_node(net, [(r, QDISC_STATS) for r in routers]))
 
 
-def nstat(net, hosts) -> dict:
-    return dict(json_per_node(net, [(h, NSTAT) for h in hosts]))
-
-
 def qdisc_stats_and_nstat(net, routers, hosts) -> tuple[dict, dict]:
     """qdisc_stats of the routers and nstat of the hosts, all read at once."""
     got = json_per_node(net, [(r, QDISC_STATS) for r in routers] + [(h, NSTAT) for h in hosts])
