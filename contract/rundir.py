@@ -78,18 +78,28 @@ TRAFFIC_PHASE = "traffic and drain"
 class Phases:
     """The seconds of each phase, in order (phases_s), for the runner and the controller alike: a mark ends
     the phase under way and begins the next (None ends it only), so marks at each step's start time a
-    whole sequence without nesting; a phase entered twice adds up."""
+    whole sequence without nesting; a phase entered twice adds up.
 
-    def __init__(self):
+    `counters`, when given, reads numbers that only grow ({name: value}, such as the CPU time spent and the
+    processes started so far); each phase then also gets what they grew by during it (`work`)."""
+
+    def __init__(self, counters=None):
         self.s: dict[str, float] = {}
-        self._at: tuple[str, float] | None = None
+        self.work: dict[str, dict[str, float]] = {}
+        self._counters = counters
+        self._at: tuple[str, float, dict] | None = None
 
     def mark(self, name: str | None) -> None:
         now = time.monotonic()
+        read = self._counters() if self._counters else {}
         if self._at is not None:
-            done, since = self._at
+            done, since, before = self._at
             self.s[done] = round(self.s.get(done, 0.0) + now - since, 2)
-        self._at = (name, now) if name else None
+            if read:
+                acc = self.work.setdefault(done, {})
+                for k, v in read.items():
+                    acc[k] = round(acc.get(k, 0) + v - before.get(k, v), 2)
+        self._at = (name, now, read) if name else None
 
 
 # written by the controller (orchestrate.remote, then orchestrate.run_step): the attempt's wall time and

@@ -103,14 +103,16 @@ def attempt_phases(dest: Path, wall_s: float, before_s: float) -> dict:
     """controller.json's phases_s for one attempt: the job's lease and bring-up (first attempt only), the
     controller's phases (orchestrate.remote's, in dest's controller.json) with its runner phase replaced by
     the runner's own (the manifest's phases_s) and what is left of it, and the start and exit of
-    orchestrate.remote; overhead_s is all of it but the traffic and its drain. An attempt whose files lack
-    them (a runner of older code) records its wall time only."""
+    orchestrate.remote; overhead_s is all of it but the traffic and its drain; runner_work, the guest's CPU
+    seconds and process starts in each of the runner's phases (the manifest's phases_work). An attempt whose
+    files lack them (a runner of older code) records its wall time only."""
     remote_phases = (atomic.read_json(dest / rundir.CONTROLLER, default={}, what="the controller's phases left out")
                      or {}).get("phases_s")
     try:
-        runner_phases = rundir.read_manifest(dest).get("phases_s")
+        manifest = rundir.read_manifest(dest)
     except rundir.RunDirError:
-        runner_phases = None
+        manifest = {}
+    runner_phases, work = manifest.get("phases_s"), manifest.get("phases_work")
     if not isinstance(remote_phases, dict) or not isinstance(runner_phases, dict):
         return {}
     phases = {"lease and bring-up": round(before_s, 2)} if before_s else {}
@@ -122,7 +124,8 @@ def attempt_phases(dest: Path, wall_s: float, before_s: float) -> dict:
         phases["runner start and exit"] = round(max(0.0, s - sum(runner_phases.values())), 2)
     phases["controller start and exit"] = round(max(0.0, wall_s - sum(remote_phases.values())), 2)
     traffic = phases.get(rundir.TRAFFIC_PHASE, 0.0)
-    return {"phases_s": phases, "overhead_s": round(sum(phases.values()) - traffic, 1)}
+    return {"phases_s": phases, "overhead_s": round(sum(phases.values()) - traffic, 1),
+            **({"runner_work": work} if isinstance(work, dict) else {})}
 
 
 def assemble(staging: Path, run_dir: Path, log=print) -> int:

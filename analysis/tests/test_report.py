@@ -171,6 +171,17 @@ def test_the_report_gives_the_median_of_each_phase_over_the_attempts():
     assert "no attempt recorded" in overhead_section([{"tries": [{"wall_s": 60}]}])
 
 
+def test_the_report_gives_each_runner_phases_median_cpu_and_process_starts_where_counted():
+    from analysis.overhead import overhead_section, work_medians
+    tries = [{"phases_s": {"reset": 2.0, "copy back": 1.0}, "overhead_s": 3.0,
+              "runner_work": {"reset": {"cpu_s": c, "processes": n}}} for c, n in ((1.0, 30), (3.0, 50), (2.0, 31))]
+    tries.append({"phases_s": {"reset": 9.0}, "overhead_s": 9.0})    # a runner of older code: no counts
+    assert work_medians(tries) == {"reset": (2.0, 31)}
+    html = overhead_section([{"tries": tries}])
+    assert "<tr><td>reset</td><td>2.00</td><td>4</td><td>2.00</td><td>31</td></tr>" in html
+    assert "<tr><td>copy back</td><td>1.00</td><td>3</td><td></td><td></td></tr>" in html
+
+
 def test_verdict_header_names_each_interval_method_and_what_it_does_not_estimate():
     rows = [{"claim": "C3", "method": "jackknife over 5 replications, t 4 df", "margin": "none", "status": "holds"},
             {"claim": "C4", "method": "jackknife over 6 replications, t 5 df", "status": "holds"},

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from contract import rundir
+from testbed.runner.cpu import work_counters
 from testbed.runner.processes import Log
 
 
@@ -35,7 +36,8 @@ class RunContext:
     qdisc_at_trace_stop: dict | None = None
     # seconds spent in each phase of the run, in order (the manifest's phases_s, which the controller puts
     # into attempts.json): what the overhead around the traffic is made of
-    phases: rundir.Phases = field(default_factory=rundir.Phases)
+    # and the guest's CPU seconds and process starts in each (the manifest's phases_work)
+    phases: rundir.Phases = field(default_factory=lambda: rundir.Phases(counters=work_counters))
 
     def phase(self, name: str | None) -> None:
         """Ends the phase under way and begins `name` (None: ends it only)."""

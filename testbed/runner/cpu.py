@@ -26,6 +26,18 @@ def cpu_modes() -> list[int]:
     return [int(x) for x in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:1 + len(CPU_MODES)]]
 
 
+def work_counters() -> dict[str, float]:
+    """The guest's CPU seconds spent so far (every mode but idle and iowait, all CPUs together) and the
+    processes it has started since boot (/proc/stat): the runner's phases count what each one cost
+    (rundir.Phases), which tells a phase that waits from one that works, and how many process starts its
+    work was."""
+    lines = Path("/proc/stat").read_text().splitlines()
+    modes = dict(zip(CPU_MODES, (int(x) for x in lines[0].split()[1:1 + len(CPU_MODES)])))
+    busy = sum(v for k, v in modes.items() if k not in ("idle", "iowait"))
+    forks = next((int(l.split()[1]) for l in lines if l.startswith("processes ")), 0)
+    return {"cpu_s": busy / os.sysconf("SC_CLK_TCK"), "processes": forks}
+
+
 def proc_ticks() -> dict:
     """utime + stime (clock ticks, all threads) of every live process, keyed by (pid, start time) so that a
     PID reused between two snapshots is not taken for the same process."""

@@ -251,6 +251,7 @@ class Runner:
         ctx.manifest.update(manifest.manifest(ctx.spec, ctx.dir))
         ctx.phase(None)
         ctx.manifest["phases_s"] = ctx.phases.s
+        ctx.manifest["phases_work"] = ctx.phases.work
         ctx.manifest["end_utc"] = manifest.utc()
         ctx.write_json(rundir.MANIFEST, ctx.manifest)
         ctx.log(f"run done, valid={not ctx.reasons}")

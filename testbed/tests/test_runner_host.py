@@ -259,3 +259,10 @@ def test_the_state_before_and_after_reads_every_router_and_host_at_once(monkeypa
     assert time.time() - t < 1.0 and most[0] == 8
     assert list(q) == ["rl", "rr"] and q["rr"] == [{"kind": "pfifo", "node": "rr"}]
     assert list(n) == hosts and n["a2"]["node"] == "a2" and n["b3"] == {"raw": "nstat: broken"}
+
+
+def test_the_runners_work_counters_read_this_machines_cpu_time_and_process_starts():
+    a = cpu.work_counters()
+    subprocess.run(["true"], check=True)
+    b = cpu.work_counters()
+    assert b["processes"] >= a["processes"] + 1 and b["cpu_s"] >= a["cpu_s"] > 0
