@@ -1,5 +1,6 @@
 """Runner: the host's state (TCP profile, initial-RTO program, qdisc modules, kernel log), the CPU and
 memory sampling, and starting a process in the run's cgroup."""
+import json
 import os
 import shutil
 import shlex
@@ -217,23 +218,36 @@ def test_popen_in_a_cgroup_moves_the_process_itself_before_it_runs(tmp_path):
     assert (tmp_path / "cgroup.procs").read_text().split() == [str(p.pid)]
 
 
-def test_a_hosts_tcp_profile_is_one_command_that_sets_and_reads_back():
-    """The whole profile of a host in one shell command: every sysctl, both routes with the initial window,
-    then the values read back in the order apply_tcp reads them."""
+@pytest.mark.skipif(os.geteuid() != 0 or not shutil.which("unshare"),
+                    reason="needs root and unshare(1) for a network namespace of the test's own")
+def test_a_hosts_tcp_profile_sets_every_sysctl_and_route_and_reads_them_back_in_one_shell():
+    """tcp_host_script in a network namespace of its own (a veth port standing in for a1-eth0): every
+    sysctl of the profile set, both routes carrying the initial window, the values read back in
+    readback_keys' order; a value the kernel refuses ends the script with an error."""
     info = {"intf": "a1-eth0", "ip": "10.0.1.1", "gw": "10.0.1.254"}
-    script = hoststate.tcp_host_script(SPEC["tcp"], info)
-    steps = [shlex.split(c) for c in script.split(" && ")]
-    assert steps[0][:2] == ["sysctl", "-qw"] and \
-        dict(a.split("=", 1) for a in steps[0][2:]) == {k: str(v) for k, v in hoststate.tcp_sysctls(SPEC["tcp"]).items()}
-    assert steps[1][:4] == ["ip", "route", "change", "10.0.1.0/24"] and steps[1][-len(hoststate.route_opts(SPEC["tcp"])):] \
-        == hoststate.route_opts(SPEC["tcp"])
-    assert steps[2][:6] == ["ip", "route", "change", "default", "via", "10.0.1.254"]
-    assert steps[3] == ["sysctl", "-n", *hoststate.tcp_sysctls(SPEC["tcp"]), "net.ipv4.tcp_available_congestion_control"]
+    tcp = dict(SPEC["tcp"], iw=10)
+    setup = ("ip link add a1-eth0 type veth peer name a1-peer && ip link set a1-peer up && ip addr add 10.0.1.1/24 dev a1-eth0 && ip link set a1-eth0 up && "
+             "ip route add default via 10.0.1.254 dev a1-eth0")
+    p = subprocess.run(["unshare", "-n", "sh", "-c", f"{setup} && sh -c {shlex.quote(hoststate.tcp_host_script(tcp, info))}"
+                        " && echo == && ip route show"], capture_output=True, text=True, timeout=60)
+    assert p.returncode == 0, p.stderr
+    values, _, routes = p.stdout.partition("==\n")
+    got = dict(zip(hoststate.readback_keys(tcp), values.splitlines()))
+    assert {k: got[k] for k in hoststate.tcp_sysctls(tcp)} == {k: str(v) for k, v in hoststate.tcp_sysctls(tcp).items()}
+    assert "reno" in got["net.ipv4.tcp_available_congestion_control"].split()
+    route = dict((l.split()[0], l) for l in routes.splitlines())
+    for r in (route["default"], route["10.0.1.0/24"]):
+        assert "initcwnd 10 " in r + " " and "initrwnd 10" in r, r
+    bad = subprocess.run(["unshare", "-n", "sh", "-c", f"{setup} && sh -c "
+                          f"{shlex.quote(hoststate.tcp_host_script(dict(tcp, congestion_control='nosuchcc'), info))}"],
+                         capture_output=True, text=True, timeout=60)
+    assert bad.returncode != 0 and not bad.stdout.strip(), (bad.stdout, bad.stderr)
 
 
-def test_the_state_before_and_after_reads_every_router_and_host_at_once(monkeypatch):
-    """qdisc_stats_and_nstat: tc's JSON per router and nstat's per host, keyed by node, all in flight
-    together (the slowest read bounds the wait); a read that is not JSON is kept as raw text."""
+def test_the_state_before_and_after_reads_every_router_at_once_and_each_hosts_counters(monkeypatch, tmp_path):
+    """qdisc_stats_and_nstat: tc's JSON per router, all in flight together (the slowest read bounds the
+    wait), a read that is not JSON kept as raw text; each host's counters from its namespace's /proc/<pid>/net
+    (a folder standing in for it here), a host whose namespace is gone named in "raw"."""
     import threading
     from testbed.runner import hoststate
     inflight, most = [0], [0]
@@ -246,20 +260,48 @@ def test_the_state_before_and_after_reads_every_router_and_host_at_once(monkeypa
         time.sleep(0.2)
         with lock:
             inflight[0] -= 1
-        if argv[0] == "tc":
-            assert env["TC_LIB_DIR"] == "/usr/local/lib/favorlab/tc"
-            return '[{"kind": "pfifo", "node": "%s"}]' % node
-        assert env["NSTAT_HISTORY"] == "/dev/null"
-        return "nstat: broken" if node == "b3" else '{"kernel": {"TcpActiveOpens": 1}, "node": "%s"}' % node
+        assert argv[0] == "tc" and env["TC_LIB_DIR"] == "/usr/local/lib/favorlab/tc"
+        return "tc: broken" if node.name == "r1" else '[{"kind": "pfifo", "node": "%s"}]' % node.name
     monkeypatch.setattr(hoststate, "out", fake_out)
-    net = type("Net", (), {"get": staticmethod(lambda n: n)})()
-    hosts = ["a1", "a2", "a3", "b1", "b2", "b3"]
+    (tmp_path / "proc").mkdir()
+    for pid in (11, 12):
+        d = tmp_path / "proc" / str(pid) / "net"
+        d.mkdir(parents=True)
+        (d / "snmp").write_text(f"Tcp: RtoMin ActiveOpens\nTcp: 200 {pid}\n")
+        (d / "netstat").write_text("TcpExt: TCPTimeouts\nTcpExt: 4\n")
+    real_path = hoststate.Path
+    monkeypatch.setattr(hoststate, "Path", lambda s: real_path(str(tmp_path) + s) if str(s).startswith("/proc/") else real_path(s))
+    nodes = {n: type("Node", (), {"name": n, "pid": pid})() for n, pid in (("rl", 1), ("rr", 2), ("r1", 3),
+                                                                            ("a1", 11), ("a2", 12), ("b1", 13))}
+    net = type("Net", (), {"get": staticmethod(nodes.get)})()
     t = time.time()
-    q, n = hoststate.qdisc_stats_and_nstat(net, ("rl", "rr"), hosts)
-    assert time.time() - t < 1.0 and most[0] == 8
-    assert list(q) == ["rl", "rr"] and q["rr"] == [{"kind": "pfifo", "node": "rr"}]
-    assert list(n) == hosts and n["a2"]["node"] == "a2" and n["b3"] == {"raw": "nstat: broken"}
+    q, n = hoststate.qdisc_stats_and_nstat(net, ("rl", "rr", "r1"), ["a1", "a2", "b1"])
+    assert time.time() - t < 0.5 and most[0] == 3
+    assert list(q) == ["rl", "rr", "r1"] and q["rr"] == [{"kind": "pfifo", "node": "rr"}] and q["r1"] == {"raw": "tc: broken"}
+    assert n["a1"] == {"kernel": {"TcpActiveOpens": 11, "TcpExtTCPTimeouts": 4}} and n["a2"]["kernel"]["TcpActiveOpens"] == 12
+    assert "/proc/13/net" in n["b1"]["raw"]
 
+
+@pytest.mark.skipif(os.geteuid() != 0 or not shutil.which("unshare") or not shutil.which("nstat"),
+                    reason="needs root, unshare(1) and nstat(8) for a network namespace of the test's own")
+def test_a_hosts_counters_are_what_nstat_prints_for_its_namespace():
+    """snmp_counters reads /proc/<pid>/net itself instead of starting nstat in each host: in a namespace of the
+    test's own, idle (so its counters stand still), the same counters with the same values as
+    `nstat -a -z -j`, the constants nstat leaves out left out alike."""
+    holder = subprocess.Popen(["unshare", "-n", "sleep", "60"])
+    try:
+        for _ in range(100):
+            if os.readlink(f"/proc/{holder.pid}/ns/net") != os.readlink("/proc/self/ns/net"):
+                break
+            time.sleep(0.05)
+        got = hoststate.snmp_counters(Path(f"/proc/{holder.pid}/net"))
+        p = subprocess.run(["nsenter", "-t", str(holder.pid), "-n", "nstat", "-a", "-z", "-j"], capture_output=True,
+                           text=True, env=dict(os.environ, NSTAT_HISTORY="/dev/null"), timeout=30)
+        want = json.loads(p.stdout)
+    finally:
+        holder.kill()
+        holder.wait()
+    assert got == want and len(got["kernel"]) > 100 and "TcpExtTCPTimeouts" in got["kernel"]
 
 def test_the_runners_work_counters_read_this_machines_cpu_time_and_process_starts():
     a = cpu.work_counters()
