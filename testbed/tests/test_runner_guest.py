@@ -89,10 +89,50 @@ def _schedule(path: Path, load: float, duration: float, mbps: float = 10, seed: 
                     % (seed, load) + "\n".join(rows) + "\n")
 
 
+def _made_again_if_its_probes_failed(ssh, spec_file: Path, schedule: Path, run_dir: Path) -> Path:
+    """The run made on the guest (orchestrate.remote, the controller's path) into run_dir, and made once more,
+    into again/<run id> beside it, when the runner found its probes (the rate and RTT checks) failed; returns the
+    folder the test reads. The shared guest runs beside the host part of the test session, and CPU work on the
+    host lowers what a real-clock TCG guest's emulated links carry whatever the host part's CPU share
+    (docs/measurements.md, "The rate probe beside the host's work"), which the runner rightly reports as a run
+    invalid by its probes; a pipeline's job makes such an attempt again too. A run invalid for any other
+    reason is the test's to judge, as before."""
+    from orchestrate import remote
+    from testbed.runner.kept import PROBE_CHECKS
+    remote.execute(ssh, run_dir, spec_file, schedule)
+    fid = json.loads((run_dir / "fidelity.json").read_text())
+    failed = sorted(k for k, v in fid["checks"].items() if not v.get("ok") and PROBE_CHECKS.fullmatch(k))
+    if not failed:
+        return run_dir
+    print(f"the run's probes failed ({', '.join(failed)}): {fid['reasons']}; made once more")
+    again = run_dir.parent / "again" / run_dir.name
+    remote.execute(ssh, again, spec_file, schedule)
+    return again
+
+
+def test_a_run_whose_probes_failed_is_made_once_more_and_no_other(monkeypatch, tmp_path):
+    """The guest tests' helper, with the controller's execute standing in: a run whose rate probe failed is
+    made once more and the second is the one read; a run invalid by its CPU only, or valid, is kept."""
+    from orchestrate import remote
+    made = []
+
+    def fake_execute(ssh, run_dir, spec, schedule):
+        made.append(run_dir)
+        checks = {"rtt_a1-b1_ms": {"ok": True}, "bottleneck_rate_mbps": {"ok": outcomes[len(made) - 1] != "rate"},
+                  "cpu_busy": {"ok": outcomes[len(made) - 1] != "cpu"}}
+        run_dir.mkdir(parents=True)
+        (run_dir / "fidelity.json").write_text(json.dumps({"checks": checks, "reasons": ["..."]}))
+    monkeypatch.setattr(remote, "execute", fake_execute)
+    for outcomes, want in ((["rate", "ok"], 2), (["cpu"], 1), (["ok"], 1), (["rate", "rate"], 2)):
+        made.clear()
+        run_dir = tmp_path / "-".join(outcomes) / "runs" / "r"
+        got = _made_again_if_its_probes_failed(None, tmp_path / "run.json", tmp_path / "schedule.csv", run_dir)
+        assert len(made) == want and got == made[-1] and got.name == "r", (outcomes, made)
+
+
 @pytest.mark.guest
 @pytest.mark.slow
 def test_short_real_run_end_to_end(guest, tmp_path):
-    from orchestrate import remote
     ssh, t = guest
     spec = tmp_path / "run.json"
     spec.write_text(json.dumps(SPEC))
@@ -100,7 +140,7 @@ def test_short_real_run_end_to_end(guest, tmp_path):
     _schedule(sched, 0.3, SPEC["duration_s"])
     run_dir = tmp_path / "runs" / SPEC["run_id"]
     t0 = time.time()
-    remote.execute(ssh, run_dir, spec, sched)
+    run_dir = _made_again_if_its_probes_failed(ssh, spec, sched, run_dir)
     print(f"wall time of a {SPEC['duration_s']} s run: {time.time() - t0:.0f} s")
     for f in ("run.json", "schedule.csv", "manifest.json", "fidelity.json", "qdisc/before.json",
               "qdisc/after.json", "log/runner.log", "DONE"):
@@ -221,7 +261,6 @@ def test_chain_run_end_to_end(guest, tmp_path):
     hop (the paper has ten; two keep the TCG guest's CPU in budget), the reference user for 30 s. This
     module's guest is the bare image (no sch_favor: the pipeline's provisioning builds it), so hop 1 runs
     FQ-CoDel, a qdisc of the stock kernel that no other hop has, to show where the AQM sits."""
-    from orchestrate import remote
     from topologies import chain
     from orchestrate import schedule
     from contract.schedule import read_schedule, write_schedule
@@ -238,7 +277,7 @@ def test_chain_run_end_to_end(guest, tmp_path):
     write_schedule(tmp_path / "schedule.csv", meta, flows)
     run_dir = tmp_path / "runs" / spec["run_id"]
     t0 = time.time()
-    remote.execute(ssh, run_dir, tmp_path / "run.json", tmp_path / "schedule.csv")
+    run_dir = _made_again_if_its_probes_failed(ssh, tmp_path / "run.json", tmp_path / "schedule.csv", run_dir)
     print(f"wall time of a {spec['duration_s']} s chain run: {time.time() - t0:.0f} s")
     hj = chain.hosts_json(spec["topology"])
     for f in ("run.json", "schedule.csv", "hosts.json", "manifest.json", "fidelity.json", "cpu.json",
