@@ -30,16 +30,16 @@ def phase_medians(attempts) -> list[tuple[str, float, int]]:
 
 
 def work_medians(attempts) -> dict[str, tuple[float, float]]:
-    """phase -> (median guest CPU seconds, median process starts) over the attempts whose runner counted
-    them (attempts.json's runner_work): a phase that takes long with little CPU waits; one whose CPU is
-    most of its time works, and its process starts say what that work is made of in a guest."""
+    """phase -> (median testbed CPU seconds, median forks: processes and threads started) over the attempts
+    whose runner counted them (attempts.json's runner_work): a phase that takes long with little CPU waits;
+    one whose CPU is most of its time works, and its forks say what that work is made of in a guest."""
     cpu: dict[str, list[float]] = {}
     procs: dict[str, list[float]] = {}
     for a in attempts:
         for name, w in (a.get("runner_work") or {}).items():
             if isinstance(w, dict) and isinstance(w.get("cpu_s"), (int, float)):
                 cpu.setdefault(name, []).append(float(w["cpu_s"]))
-                procs.setdefault(name, []).append(float(w.get("processes", 0)))
+                procs.setdefault(name, []).append(float(w.get("forks", 0)))
     return {name: (statistics.median(cpu[name]), statistics.median(procs[name])) for name in cpu}
 
 
@@ -59,7 +59,7 @@ def overhead_section(runs) -> str:
             f"{html.escape(rundir.TRAFFIC_PHASE)}) <b>{statistics.median(overheads):.1f} s</b>, from "
             f"{min(overheads):.1f} to {max(overheads):.1f} s. The lease and bring-up of a testbed are counted in "
             f"the first attempt of each run's job only; Snakemake's time between jobs is not counted. The runner's "
-            f"phases also give the testbed's CPU seconds (all its CPUs together) and the processes it started in "
-            f"them, medians over the attempts that counted them.</p>"
+            f"phases also give the testbed's CPU seconds (all its CPUs together) and its forks (processes and "
+            f"threads started) in them, medians over the attempts that counted them.</p>"
             f"<table><tr><th>phase</th><th>median s</th><th>attempts</th><th>testbed CPU s</th>"
-            f"<th>processes started</th></tr>\n{rows}\n</table>")
+            f"<th>forks</th></tr>\n{rows}\n</table>")

@@ -81,7 +81,7 @@ class Phases:
     whole sequence without nesting; a phase entered twice adds up.
 
     `counters`, when given, reads numbers that only grow ({name: value}, such as the CPU time spent and the
-    processes started so far); each phase then also gets what they grew by during it (`work`)."""
+    forks made so far); each phase then also gets what they grew by during it (`work`)."""
 
     def __init__(self, counters=None):
         self.s: dict[str, float] = {}

@@ -174,7 +174,7 @@ def test_the_report_gives_the_median_of_each_phase_over_the_attempts():
 def test_the_report_gives_each_runner_phases_median_cpu_and_process_starts_where_counted():
     from analysis.overhead import overhead_section, work_medians
     tries = [{"phases_s": {"reset": 2.0, "copy back": 1.0}, "overhead_s": 3.0,
-              "runner_work": {"reset": {"cpu_s": c, "processes": n}}} for c, n in ((1.0, 30), (3.0, 50), (2.0, 31))]
+              "runner_work": {"reset": {"cpu_s": c, "forks": n}}} for c, n in ((1.0, 30), (3.0, 50), (2.0, 31))]
     tries.append({"phases_s": {"reset": 9.0}, "overhead_s": 9.0})    # a runner of older code: no counts
     assert work_medians(tries) == {"reset": (2.0, 31)}
     html = overhead_section([{"tries": tries}])

@@ -69,14 +69,14 @@ def test_the_run_list_is_rewritten_only_when_it_changes(tmp_path):
 def test_phases_count_what_their_counters_grew_by_in_each_and_add_up_a_phase_entered_twice():
     """The runner's phases_work: per phase, how much CPU time and how many process starts it took, from
     counters that only grow; a phase entered twice sums both stretches, and a phase ended by None counts."""
-    reads = iter([{"cpu_s": 10.0, "processes": 100}, {"cpu_s": 10.5, "processes": 104},
-                  {"cpu_s": 12.0, "processes": 110}, {"cpu_s": 12.25, "processes": 111},
-                  {"cpu_s": 12.25, "processes": 120}])
+    reads = iter([{"cpu_s": 10.0, "forks": 100}, {"cpu_s": 10.5, "forks": 104},
+                  {"cpu_s": 12.0, "forks": 110}, {"cpu_s": 12.25, "forks": 111},
+                  {"cpu_s": 12.25, "forks": 120}])
     ph = rundir.Phases(counters=lambda: next(reads))
     for name in ("reset", "traffic", "reset", "teardown", None):
         ph.mark(name)
-    assert ph.work == {"reset": {"cpu_s": 0.75, "processes": 5}, "traffic": {"cpu_s": 1.5, "processes": 6},
-                       "teardown": {"cpu_s": 0.0, "processes": 9}}
+    assert ph.work == {"reset": {"cpu_s": 0.75, "forks": 5}, "traffic": {"cpu_s": 1.5, "forks": 6},
+                       "teardown": {"cpu_s": 0.0, "forks": 9}}
     assert list(ph.s) == ["reset", "traffic", "teardown"]
     assert rundir.Phases().work == {} and (lambda p: (p.mark("a"), p.mark(None), p.work)[2])(rundir.Phases()) == {}
 

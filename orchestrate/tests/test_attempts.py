@@ -101,7 +101,7 @@ def test_each_attempt_records_where_its_wall_time_went(tmp_path):
         (dest / "fidelity.json").write_text(json.dumps({"valid": dest.name == "2", "reasons": []}))
         (dest / "manifest.json").write_text(json.dumps({"phases_s": {"topology up": 4.0, "traffic and drain": 30.0,
                                                                       "teardown": 1.0},
-                                                        "phases_work": {"topology up": {"cpu_s": 3.1, "processes": 40}}}))
+                                                        "phases_work": {"topology up": {"cpu_s": 3.1, "forks": 40}}}))
         (dest / "controller.json").write_text(json.dumps({"phases_s": {"connect and space check": 0.5, "runner": 36.0,
                                                                         "copy back": 1.5}}))
         return 0
@@ -118,7 +118,7 @@ def test_each_attempt_records_where_its_wall_time_went(tmp_path):
     assert first["overhead_s"] == round(sum(phases.values()) - 30.0, 1)
     assert "lease and bring-up" not in second["phases_s"]
     # the guest's CPU seconds and process starts per runner phase, as the runner counted them
-    assert first["runner_work"] == {"topology up": {"cpu_s": 3.1, "processes": 40}}
+    assert first["runner_work"] == {"topology up": {"cpu_s": 3.1, "forks": 40}}
 
 
 def test_an_attempt_without_phase_records_keeps_its_wall_time(tmp_path):

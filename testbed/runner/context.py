@@ -36,7 +36,7 @@ class RunContext:
     qdisc_at_trace_stop: dict | None = None
     # seconds spent in each phase of the run, in order (the manifest's phases_s, which the controller puts
     # into attempts.json): what the overhead around the traffic is made of
-    # and the guest's CPU seconds and process starts in each (the manifest's phases_work)
+    # and the guest's CPU seconds and forks (processes and threads started) in each (the manifest's phases_work)
     phases: rundir.Phases = field(default_factory=lambda: rundir.Phases(counters=work_counters))
 
     def phase(self, name: str | None) -> None:

@@ -27,15 +27,15 @@ def cpu_modes() -> list[int]:
 
 
 def work_counters() -> dict[str, float]:
-    """The guest's CPU seconds spent so far (every mode but idle and iowait, all CPUs together) and the
-    processes it has started since boot (/proc/stat): the runner's phases count what each one cost
-    (rundir.Phases), which tells a phase that waits from one that works, and how many process starts its
-    work was."""
+    """The guest's CPU seconds spent so far (every mode but idle and iowait, all CPUs together) and its forks
+    since boot (/proc/stat's "processes": every process and thread started): the runner's phases count what
+    each one cost (rundir.Phases), which tells a phase that waits from one that works, and how many starts
+    of a process or thread its work was."""
     lines = Path("/proc/stat").read_text().splitlines()
     modes = dict(zip(CPU_MODES, (int(x) for x in lines[0].split()[1:1 + len(CPU_MODES)])))
     busy = sum(v for k, v in modes.items() if k not in ("idle", "iowait"))
     forks = next((int(l.split()[1]) for l in lines if l.startswith("processes ")), 0)
-    return {"cpu_s": busy / os.sysconf("SC_CLK_TCK"), "processes": forks}
+    return {"cpu_s": busy / os.sysconf("SC_CLK_TCK"), "forks": forks}
 
 
 def proc_ticks() -> dict:
