@@ -4,7 +4,11 @@ well, and that the option reaches the runner without redoing runs. Without a net
 runs the whole runner three times in a private namespace)."""
 import copy
 import json
+import os
+import shutil
 import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 
@@ -178,24 +182,66 @@ def test_an_adopted_network_going_down_stops_its_holders_by_their_recorded_start
         other.wait()
 
 
-def test_parking_reads_each_nodes_sockets_once_and_refuses_a_network_with_a_socket_left(tmp_path, lockdir, monkeypatch):
-    """One shell per node lists its sockets, closes the TIME-WAIT ones and lists what is left: the record
-    is written with the TIME-WAIT sockets still left per node; any other socket keeps the network from being
-    parked (the caller takes it down)."""
-    out = {"a1": "TIME-WAIT 0 0 10.0.0.1:5001 10.0.0.4:4000\n==\n",
-           "b1": "TIME-WAIT 0 0 10.0.0.4:4000 10.0.0.1:5001\n==\nTIME-WAIT 0 0 10.0.0.4:4000 10.0.0.1:5001\n"}
+def test_parking_reads_each_nodes_sockets_and_refuses_a_network_with_a_socket_left(tmp_path, lockdir, monkeypatch):
+    """Each node's sockets are read from its /proc/<pid>/net (folders standing in here); ss -K closes the
+    TIME-WAIT ones only in a node that has any; the record is written with the TIME-WAIT sockets still left
+    per node; any other socket keeps the network from being parked (the caller takes it down)."""
+    head = "  sl  local_address rem_address   st tx_queue rx_queue tr tm->when retrnsmt   uid  timeout inode\n"
+    tw = "   0: 0100000A:1389 0400000A:0FA0 06 00000000:00000000 03:00000F8C 00000000     0        0 0 3\n"
+    est = "   1: 0100000A:1389 0400000A:0FA1 01 00000000:00000000 00:00000000 00000000     0        0 77 1\n"
+    nodes = {"a1": 11, "b1": 12, "rl": 13}
+    for n, pid in nodes.items():
+        (tmp_path / str(pid) / "net").mkdir(parents=True)
+        (tmp_path / str(pid) / "net" / "tcp").write_text(head + (tw if n != "rl" else ""))
+    real_path = kept.Path
+    monkeypatch.setattr(kept, "Path", lambda s: real_path(str(s).replace("/proc", str(tmp_path), 1)))
     calls = []
 
     def fake_out(argv, node=None, **kw):
-        calls.append((node, argv))
-        return out[node]
+        calls.append((node.name, argv))
+        if node.name == "a1":      # the kernel closed a1's; b1's stays (no INET_DIAG_DESTROY, say)
+            (tmp_path / "11" / "net" / "tcp").write_text(head)
+        return ""
     monkeypatch.setattr(kept.processes, "out", fake_out)
     monkeypatch.setattr(kept, "record_path", lambda: lockdir / "kept.json")
-    net = type("Net", (), {"hosts": [type("N", (), {"name": n})() for n in out], "get": staticmethod(lambda n: n)})()
+    objs = {n: kept.KeptNode(n, pid) for n, pid in nodes.items()}
+    net = type("Net", (), {"hosts": list(objs.values()), "get": staticmethod(objs.get)})()
     ctx = type("Ctx", (), {"net": net})()
     assert kept.park(ctx, {"runs": 1}) == {"time_wait_left": {"b1": 1}}
-    assert sorted(n for n, _ in calls) == ["a1", "b1"] and all(a[:2] == ["sh", "-c"] for _, a in calls)
+    assert sorted(calls) == [(n, ["ss", "-K", "-Htan", "state", "time-wait"]) for n in ("a1", "b1")]
     assert json.loads((lockdir / "kept.json").read_text())["runs"] == 1
-    out["a1"] = "ESTAB 0 0 10.0.0.1:5001 10.0.0.4:4000\n==\nESTAB 0 0 10.0.0.1:5001 10.0.0.4:4000\n"
-    with pytest.raises(RuntimeError, match="sockets left after the run: .*a1.*ESTAB"):
+    (tmp_path / "13" / "net" / "tcp").write_text(head + est)
+    with pytest.raises(RuntimeError, match=r"sockets left after the run: .*rl.*ESTAB 10\.0\.0\.1:5001 10\.0\.0\.4:4001"):
         kept.park(ctx, {"runs": 2})
+
+
+HOLD_SOCKETS = """
+import socket, time
+ls = socket.create_server(("127.0.0.1", 5001))
+l6 = socket.create_server(("::1", 5002), family=socket.AF_INET6)
+c = socket.create_connection(("127.0.0.1", 5001)); s, _ = ls.accept()
+c6 = socket.create_connection(("::1", 5002)); s6, _ = l6.accept()
+t = socket.create_connection(("127.0.0.1", 5001)); u, _ = ls.accept(); t.close(); u.close()
+print("up", flush=True)
+time.sleep(60)
+"""
+
+
+@pytest.mark.skipif(os.geteuid() != 0 or not shutil.which("unshare") or not shutil.which("ss"),
+                    reason="needs root, unshare(1) and ss(8) for a network namespace of the test's own")
+def test_a_nodes_sockets_read_from_proc_are_what_ss_lists():
+    """tcp_sockets against `ss -Htan` in a namespace of the test's own holding listeners, established pairs over
+    IPv4 and IPv6 loopback, and a TIME-WAIT socket: the same states and addresses."""
+    holder = subprocess.Popen(["unshare", "-n", "sh", "-c", 'ip link set lo up && exec "$0" -c "$1"', sys.executable,
+                               HOLD_SOCKETS], stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline().strip() == "up"
+        ours = sorted(kept.tcp_sockets(Path(f"/proc/{holder.pid}/net")))
+        p = subprocess.run(["nsenter", "-t", str(holder.pid), "-n", "ss", "-Htan"], capture_output=True, text=True,
+                           timeout=30)
+        theirs = sorted(f"{c[0]} {c[3]} {c[4]}" for c in (l.split() for l in p.stdout.splitlines()))
+    finally:
+        holder.kill()
+        holder.wait()
+    assert ours == theirs and {l.split()[0] for l in ours} >= {"LISTEN", "ESTAB", "TIME-WAIT"}, (ours, theirs)
+    assert any("[::1]:5002" in l for l in ours)
