@@ -262,14 +262,14 @@ def disk_need_mib(spec: dict) -> int:
     return int(4 * pps * seconds * per_packet / 2**20) + DISK_MARGIN_MIB
 
 
-def check_space(ssh: Ssh, where: str, need_mib: int, make: bool = False) -> None:
-    """Fail before the run, naming the host, the space and the fix, when its disk cannot hold the run: a
-    run that fills the disk mid-way loses its captures and says so only in a tcpdump error. make: first
-    make `where` afresh, in the same command (each command over SSH is a session of its own, tenths of a
-    second in a TCG guest)."""
+def make_run_folder(ssh: Ssh, where: str, need_mib: int) -> None:
+    """Make the attempt's folder `where` afresh on the host and check its disk, in one command (each command
+    over SSH is a session of its own, tenths of a second in a TCG guest): fail before the run, naming the
+    host, the space and the fix, when the disk cannot hold the run, as a run that fills the disk mid-way
+    loses its captures and says so only in a tcpdump error."""
     q = shlex.quote(where)
-    r = ssh.capture((f"rm -rf {q} && mkdir -p {q} && " if make else "") + f"df -Pk {q}", timeout=120)
-    if make and r.returncode:
+    r = ssh.capture(f"rm -rf {q} && mkdir -p {q} && df -Pk {q}", timeout=120)
+    if r.returncode:
         raise RemoteError(f"cannot create {where} on {ssh.dest} (is the host reachable and provisioned?): "
                           f"{r.stderr.strip()[-300:]}")
     try:
@@ -310,7 +310,7 @@ def _execute(ssh: Ssh, run_dir: Path, part: Path, reuse_topology: bool = False) 
     print(f"remote: {run_id} -> {ssh.dest}:{remote}", flush=True)
     phases = rundir.Phases()
     phases.mark("connect and space check")
-    check_space(ssh, remote, disk_need_mib(spec), make=True)
+    make_run_folder(ssh, remote, disk_need_mib(spec))
     phases.mark("copy in")
     ssh.rsync([f"{part}/{rundir.SPEC}", f"{part}/{rundir.SCHEDULE}"], ssh.at(f"{remote}/"))
     # the runner takes the host's lock (waiting, and saying so, while another controller's run holds it)
