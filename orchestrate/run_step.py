@@ -104,8 +104,8 @@ def attempt_phases(dest: Path, wall_s: float, before_s: float) -> dict:
     controller's phases (orchestrate.remote's, in dest's controller.json) with its runner phase replaced by
     the runner's own (the manifest's phases_s) and what is left of it, and the start and exit of
     orchestrate.remote; overhead_s is all of it but the traffic and its drain; runner_work, the guest's CPU
-    seconds and forks (processes and threads started) in each of the runner's phases (the manifest's phases_work). An attempt whose
-    files lack them (a runner of older code) records its wall time only."""
+    seconds and forks (processes and threads started) in each of the runner's phases (the manifest's
+    phases_work). An attempt whose files lack them (a runner of older code) records its wall time only."""
     remote_phases = (atomic.read_json(dest / rundir.CONTROLLER, default={}, what="the controller's phases left out")
                      or {}).get("phases_s")
     try:
