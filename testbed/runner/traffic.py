@@ -128,8 +128,9 @@ def _flow_client(ctx, h: str, when: list[str], **kw) -> subprocess.Popen:
 
 
 # From the go line to t0: the clients are up and blocked on their stdin, so this only covers writing six
-# lines and the clients' wake-up (milliseconds in a TCG guest) before the schedule's first flows.
-GO_LEAD_S = 1.0
+# lines and the clients' wake-up (milliseconds in a TCG guest) before the schedule's first flows; half a
+# second leaves room for a stall of the guest (docs/measurements.md, "Where a kept attempt's CPU goes").
+GO_LEAD_S = 0.5
 READY_TIMEOUT_S = 120.0
 
 
