@@ -12,7 +12,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from testbed.runner import hostguard
-from testbed.runner.processes import out
+from testbed.runner.processes import out, proc_net
 
 
 # pfifo, bfifo and pfifo_head_drop live in sch_fifo.c and pfifo_fast in sch_generic.c, both always built
@@ -217,12 +217,9 @@ def qdisc_stats(net, routers=("rl", "rr")) -> dict:
 
 
 def qdisc_stats_and_nstat(net, routers, hosts) -> tuple[dict, dict]:
-    """qdisc_stats of the routers (at once) and the nstat counters of the hosts (snmp_counters), read while the
-    routers' tc runs."""
-    with ThreadPoolExecutor(max_workers=1) as pool:
-        queues = pool.submit(qdisc_stats, net, routers)
-        counters = {h: snmp_counters(Path(f"/proc/{net.get(h).pid}/net")) for h in hosts}
-        return queues.result(), counters
+    """qdisc_stats of the routers (at once) and the nstat counters of the hosts (snmp_counters: file reads of
+    milliseconds)."""
+    return qdisc_stats(net, routers), {h: snmp_counters(proc_net(net.get(h))) for h in hosts}
 
 
 class KernelLog:

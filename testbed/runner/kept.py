@@ -322,11 +322,11 @@ def sockets_then_time_wait_closed(net, names) -> dict[str, tuple[list[str], list
     needs the kernel's INET_DIAG_DESTROY), a process started only in the nodes that have any."""
     def one(n):
         node = net.get(n)
-        before = tcp_sockets(Path(f"/proc/{node.pid}/net"))
+        before = tcp_sockets(processes.proc_net(node))
         if not any(l.startswith("TIME-WAIT") for l in before):
             return n, (before, before)
         processes.out(["ss", "-K", "-Htan", "state", "time-wait"], node)
-        return n, (before, tcp_sockets(Path(f"/proc/{node.pid}/net")))
+        return n, (before, tcp_sockets(processes.proc_net(node)))
     with ThreadPoolExecutor(max_workers=8) as pool:
         return dict(pool.map(one, names))
 

@@ -63,6 +63,12 @@ class Log:
             self.on_lost(why)
 
 
+def proc_net(node) -> Path:
+    """/proc/<pid>/net of a node: the files of its network namespace, which the runner reads without
+    starting a process in it."""
+    return Path(f"/proc/{node.pid}/net")
+
+
 def out(argv, node=None, check=False, env=None) -> str:
     prefix = [] if node is None else ["mnexec", "-a", str(node.pid)]
     try:

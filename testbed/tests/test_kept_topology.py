@@ -193,8 +193,7 @@ def test_parking_reads_each_nodes_sockets_and_refuses_a_network_with_a_socket_le
     for n, pid in nodes.items():
         (tmp_path / str(pid) / "net").mkdir(parents=True)
         (tmp_path / str(pid) / "net" / "tcp").write_text(head + (tw if n != "rl" else ""))
-    real_path = kept.Path
-    monkeypatch.setattr(kept, "Path", lambda s: real_path(str(s).replace("/proc", str(tmp_path), 1)))
+    monkeypatch.setattr(kept.processes, "proc_net", lambda node: tmp_path / str(node.pid) / "net")
     calls = []
 
     def fake_out(argv, node=None, **kw):

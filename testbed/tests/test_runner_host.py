@@ -269,8 +269,7 @@ def test_the_state_before_and_after_reads_every_router_at_once_and_each_hosts_co
         d.mkdir(parents=True)
         (d / "snmp").write_text(f"Tcp: RtoMin ActiveOpens\nTcp: 200 {pid}\n")
         (d / "netstat").write_text("TcpExt: TCPTimeouts\nTcpExt: 4\n")
-    real_path = hoststate.Path
-    monkeypatch.setattr(hoststate, "Path", lambda s: real_path(str(tmp_path) + s) if str(s).startswith("/proc/") else real_path(s))
+    monkeypatch.setattr(hoststate, "proc_net", lambda node: tmp_path / "proc" / str(node.pid) / "net")
     nodes = {n: type("Node", (), {"name": n, "pid": pid})() for n, pid in (("rl", 1), ("rr", 2), ("r1", 3),
                                                                             ("a1", 11), ("a2", 12), ("b1", 13))}
     net = type("Net", (), {"get": staticmethod(nodes.get)})()
