@@ -10,8 +10,10 @@ the same process, every root-namespace interface there); otherwise it is taken d
 adopting run makes the network as a fresh one would meet the run:
 - every qdisc of the topology's plan is deleted and made again (the AQM of this run at the bottleneck and
   the reverse path, the hosts' shapers and the bridge ports' delay lines), so every counter starts at zero;
-- every namespace's neighbour table and TCP metrics are flushed, then one ping per probed path fills the
-  ARP caches again as the fresh probes' warm-up does;
+- every namespace's TCP metrics are flushed (what a connection of the last run left for the next one's
+  initial RTT and window); the neighbour tables stay: their entries (STALE after the idle between runs) send
+  the first packet at once, as the REACHABLE or STALE ones a fresh network's probes leave do, so neither
+  network's first SYN waits for ARP;
 - no socket may be left but TIME-WAIT ones (which a fresh namespace would not have: they are closed with
   `ss -K` where the kernel allows it, and counted in the manifest otherwise).
 Its probes are those of the building run, recorded in fidelity.json as such (probed_by).
@@ -235,8 +237,6 @@ def adopt(ctx, rec: dict) -> KeptNet:
     (ctx.dir / rundir.HOSTS).write_text(json.dumps(ctx.hostsj, indent=2) + "\n")
     ctx.net = net
     tc.run_node_scripts(net, reset_jobs(topomod.qdisc_plan(ctx.spec["topology"], ctx.spec["aqm"]), net.nodes))
-    ctx.phase("kept topology's ARP warm-up")
-    warm_arp(net, ctx.hostsj)
     return net
 
 
@@ -247,11 +247,11 @@ def root_devs(cmds: list[list[str]]) -> list[str]:
 
 
 def reset_jobs(plan: dict, nodes) -> dict:
-    """run_node_scripts' jobs that make a kept network's state a fresh one's: per node, its neighbour table
-    and TCP metrics flushed, then every root qdisc of the plan deleted and made again (a replace of a qdisc
-    of the same kind would only change it, keeping its counters and, for htb, its classes)."""
-    jobs: dict = {n: [(["ip", "neigh", "flush", "all"], False, None),
-                      (["ip", "tcp_metrics", "flush", "all"], False, None)] for n in nodes}
+    """run_node_scripts' jobs that make a kept network's state a fresh one's: per node, its TCP metrics
+    flushed, then every root qdisc of the plan deleted and made again (a replace of a qdisc of the same kind
+    would only change it, keeping its counters and, for htb, its classes). The neighbour tables stay (module
+    docstring)."""
+    jobs: dict = {n: [(["ip", "tcp_metrics", "flush", "all"], False, None)] for n in nodes}
     for node_name, items in plan.items():
         key = None if node_name == "root" else node_name
         # every root qdisc of the node deleted before any is made again (each on its own device): so the
@@ -260,18 +260,6 @@ def reset_jobs(plan: dict, nodes) -> dict:
                                         for cmds, _ in items for d in root_devs(cmds))
         jobs[key].extend((c, True, kind) for cmds, kind in items for c in cmds)
     return jobs
-
-
-def warm_arp(net, hostsj: dict) -> None:
-    """One ping per path, at once: the ARP entries a fresh network's probes leave (their warm-up ping)."""
-    from testbed.runner.probes import ping_rtt, rtt_probe_paths
-
-    def one(path):
-        a, b = path.split("-")
-        ping_rtt(net, a, hostsj["hosts"][b]["ip"], count=1)
-    paths = rtt_probe_paths(hostsj)
-    with ThreadPoolExecutor(max_workers=len(paths) or 1) as pool:
-        list(pool.map(one, paths))
 
 
 def reused_probes(rec: dict, fidelity: dict) -> dict:
