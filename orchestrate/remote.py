@@ -34,6 +34,7 @@ from pathlib import Path
 from contract import rundir
 from orchestrate import atomic
 from orchestrate.pool import cache_root, known_hosts_file
+from testbed.runner import captures, fidelity
 
 REMOTE_ROOT = "/var/lib/favorlab/runs"
 REMOTE_REPO = "/opt/favorlab"
@@ -284,6 +285,13 @@ def make_run_folder(ssh: Ssh, where: str, need_mib: int) -> None:
                           f"more (the local guest: image_size in testbed/vm/guest.conf)")
 
 
+def check_captures(part: Path) -> None:
+    """The foreign_traffic checks of a complete run's captures, added to its fidelity.json
+    (testbed.runner.captures.foreign_checks: here, not on the testbed, they take hundredths of a second)."""
+    if (part / rundir.DONE).is_file() and (part / rundir.FIDELITY).is_file():
+        fidelity.add_checks(part, captures.foreign_checks(part, rundir.read_json(part, rundir.HOSTS)))
+
+
 def remote_dir(run_id: str) -> str:
     """The attempt's directory on the host: the run id and a token of this attempt's own, so that two
     controllers making the same run on one host never share (or delete) one directory."""
@@ -324,6 +332,9 @@ def _execute(ssh: Ssh, run_dir: Path, part: Path, reuse_topology: bool = False) 
     phases.mark(None)
     if rc:
         raise RemoteError(f"the runner on {ssh.dest} exited with {rc}; its log is {part}/{rundir.RUNNER_LOG}")
+    phases.mark("captures' foreign packets")
+    check_captures(part)
+    phases.mark(None)
     atomic.write_json(part / rundir.CONTROLLER, {"phases_s": phases.s})
     # the rename is the last step: once the run directory is visible the job ends at once, so an
     # interruption right after it (slow SSH in a TCG guest took seconds) rarely finds Snakemake's job unfinished

@@ -219,8 +219,65 @@ def test_the_controller_times_its_phases_into_the_run_directory(tmp_path):
     assert [c.split()[0] for c in ssh.commands] == ["rm", "cd", "rm"] and "mkdir -p" in ssh.commands[0]
     assert [len(c) if isinstance(c, list) else 1 for c in ssh.copies] == [2, 1]
     phases = json.loads((run_dir / rundir.CONTROLLER).read_text())["phases_s"]
-    assert list(phases) == ["connect and space check", "copy in", remote.RUNNER_PHASE, "copy back", "host clean-up"]
+    assert list(phases) == ["connect and space check", "copy in", remote.RUNNER_PHASE, "copy back", "host clean-up",
+                            "captures' foreign packets"]
     assert all(isinstance(s, float) and s >= 0 for s in phases.values())
+
+
+class RunnerWithCaptures(FakeSsh):
+    """A runner that leaves a complete run: hosts.json, a valid fidelity.json and the captures `pcaps` (name ->
+    packets)."""
+    hostsj = {"hosts": {"a1": {"ip": "10.1.0.1", "gw": "10.1.0.254"}, "b1": {"ip": "10.2.0.1", "gw": "10.2.0.254"}}}
+
+    def __init__(self, root: Path, pcaps: dict):
+        super().__init__(root, runner_ok=True)
+        self.pcaps = pcaps
+
+    def run(self, cmd, stream=False):
+        rc = super().run(cmd, stream)
+        if cmd.startswith("cd /opt/favorlab"):
+            from scapy.all import wrpcap
+            d = self.root / cmd.split("--run-dir ")[1].lstrip("/")
+            (d / rundir.HOSTS).write_text(json.dumps(self.hostsj))
+            (d / rundir.FIDELITY).write_text(json.dumps({"valid": True, "reasons": [], "warnings": [], "checks": {
+                "cpu_busy": {"configured": 0.9, "measured": 0.3, "ok": True}}}))
+            (d / "pcap").mkdir()
+            for name, pkts in self.pcaps.items():
+                wrpcap(str(d / "pcap" / f"{name}.pcap"), pkts)
+        return rc
+
+
+def test_the_controller_adds_the_foreign_packet_checks_of_the_copied_captures(tmp_path):
+    """The captures are read for packets that are not the experiment's on the controller, after the copy back:
+    foreign packets at the bottleneck make the run invalid, elsewhere a warning; the runner's checks stay."""
+    if not shutil.which("tcpdump"):
+        pytest.skip("tcpdump not installed (apt-get install tcpdump); the controller's check of the captures needs it")
+    from scapy.all import BOOTP, IP, TCP, UDP, Ether
+    own = [Ether() / IP(src="10.1.0.1", dst="10.2.0.1") / TCP(sport=40000, dport=5001, flags="S"),
+           Ether() / IP(src="10.2.0.254", dst="10.1.0.1") / TCP(sport=5001, dport=40000, flags="SA")]
+    dhcp = Ether() / IP(src="0.0.0.0", dst="255.255.255.255") / UDP(sport=68, dport=67) / BOOTP()
+    stray = Ether() / IP(src="10.1.0.1", dst="10.9.9.9") / TCP(sport=40001, dport=80)
+    spec, sched = _inputs(tmp_path)
+    dirty = tmp_path / "runs" / "dirty"
+    remote.execute(RunnerWithCaptures(tmp_path / "host", {"bneck-in": own + [dhcp], "bneck-out": own,
+                                                          "sender-a1": own + [stray, stray], "sender-b1": own}),
+                   dirty, spec, sched)
+    fid = json.loads((dirty / rundir.FIDELITY).read_text())
+    assert fid["valid"] is False and fid["checks"]["cpu_busy"]["ok"]
+    assert [r.split(":")[0] for r in fid["reasons"]] == ["foreign_traffic_bottleneck"]
+    assert [w.split(":")[0] for w in fid["warnings"]] == ["foreign_traffic_elsewhere"]
+    assert fid["checks"]["foreign_traffic_bottleneck"]["measured"]["bneck-in"]["packets"] == 1
+    assert "0.0.0.0.68 > 255.255.255.255.67" in fid["checks"]["foreign_traffic_bottleneck"]["measured"]["bneck-in"]["first"][0]
+    elsewhere = fid["checks"]["foreign_traffic_elsewhere"]["measured"]
+    assert list(elsewhere) == ["sender-a1"] and elsewhere["sender-a1"]["packets"] == 2
+    assert "10.9.9.9" in elsewhere["sender-a1"]["first"][0]
+    clean = tmp_path / "runs" / "clean"
+    remote.execute(RunnerWithCaptures(tmp_path / "host", {n: own for n in ("bneck-in", "bneck-out", "sender-a1",
+                                                                           "sender-b1")}), clean, spec, sched)
+    fid = json.loads((clean / rundir.FIDELITY).read_text())
+    assert fid["valid"] is True and fid["reasons"] == [] and fid["warnings"] == []
+    assert fid["checks"]["foreign_traffic_bottleneck"]["measured"] == 0
+    assert fid["checks"]["foreign_traffic_elsewhere"]["measured"] == 0
 
 
 def test_ssh_shares_one_connection_per_host_but_checks_liveness_on_a_fresh_one(tmp_path):

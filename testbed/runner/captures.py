@@ -88,7 +88,8 @@ def wait_listening(errs: list[Path], timeout_s: float = 5.0) -> float:
 
 
 def stop(ctx) -> None:
-    """Stop every capture; the capture_drops check, and the foreign_traffic checks over the pcaps."""
+    """Stop every capture, and the capture_drops check. The foreign_traffic checks read the pcaps after they are
+    copied back (foreign_checks)."""
     drops = {}
     names = [k for k in ctx.procs if k.startswith("pcap-")]
     processes.stop_many([ctx.procs.pop(k) for k in names], signal.SIGINT)
@@ -98,19 +99,27 @@ def stop(ctx) -> None:
         drops[k[5:]] = int(m.group(1)) if m else None
     bad = {k: v for k, v in drops.items() if v}
     ctx.checks["capture_drops"] = {"configured": 0, "measured": drops, "ok": not bad}
-    # Foreign packets where the bottleneck queue is captured shared it with the experiment: the run is
-    # invalid. Elsewhere (a sender's link) they are listed as a warning: they did not reach the queue.
-    own = own_addresses(ctx.hostsj)
-    # one tcpdump -r per capture, as many at once as there are CPUs: the run's traffic is over, and one after
-    # another they were seconds of every run's wall time in a TCG guest
-    pcaps = {name: ctx.dir / "pcap" / f"{name}.pcap" for name in capture_points(ctx.hostsj)}
+
+
+def foreign_checks(run_dir: Path, hostsj: dict) -> dict:
+    """The foreign_traffic checks of a run directory's captures. Foreign packets where the bottleneck queue is
+    captured shared it with the experiment: the run is invalid. Elsewhere (a sender's link) they are listed as
+    a warning: they did not reach the queue.
+
+    The controller makes them once the captures are copied back (orchestrate.remote): reading every packet
+    again costs seconds of each run in a TCG guest (a 40 s run's bottleneck capture alone 1.6-3.3 s) and a
+    few hundredths on the controller, and the captures stay as they were written."""
+    own = own_addresses(hostsj)
+    pcaps = {name: run_dir / "pcap" / f"{name}.pcap" for name in capture_points(hostsj)}
     pcaps = {name: p for name, p in pcaps.items() if p.exists()}
     with ThreadPoolExecutor(max_workers=os.cpu_count() or 1) as pool:
         foreign = dict(zip(pcaps, pool.map(lambda p: foreign_packets(p, own), pcaps.values())))
+    checks = {}
     for where, names in (("bottleneck", [k for k in foreign if k.startswith("bneck")]),
                          ("elsewhere", [k for k in foreign if not k.startswith("bneck")])):
-        ctx.checks[f"foreign_traffic_{where}"] = {
+        checks[f"foreign_traffic_{where}"] = {
             "configured": f"only packets between the experiment's addresses ({', '.join(own)})",
             "measured": {k: {"packets": foreign[k][0], "first": foreign[k][1]} for k in names if foreign[k][0]} or 0,
             "ok": not any(foreign[k][0] for k in names),
             **({} if where == "bottleneck" else {"severity": "warning"})}
+    return checks

@@ -2,6 +2,8 @@
 the SYN flood's rate, the workload's own checks), and the verdict over all of them."""
 from __future__ import annotations
 
+import json
+import os
 from pathlib import Path
 
 from contract import rundir
@@ -75,13 +77,30 @@ def workload_checks(ctx) -> None:
                                       "measured": f"check failed: {e}", "ok": False}
 
 
-def write_report(ctx) -> None:
-    """fidelity.json from ctx.checks and ctx.reasons: a failed check is a reason the run is invalid, or a
-    warning when its severity is "warning"."""
-    warnings = []
-    for k, v in ctx.checks.items():
+def judge(checks: dict, reasons: list, warnings: list) -> None:
+    """A failed check is a reason the run is invalid, or a warning when its severity is "warning"."""
+    for k, v in checks.items():
         if not v.get("ok"):
-            (warnings if v.get("severity") == "warning" else ctx.reasons).append(
+            (warnings if v.get("severity") == "warning" else reasons).append(
                 f"{k}: configured {v.get('configured')}, measured {v.get('measured')}")
+
+
+def write_report(ctx) -> None:
+    """fidelity.json from ctx.checks and ctx.reasons (judge)."""
+    warnings: list = []
+    judge(ctx.checks, ctx.reasons, warnings)
     ctx.write_json(rundir.FIDELITY, {"valid": not ctx.reasons, "reasons": ctx.reasons,
                                      "warnings": warnings, "checks": ctx.checks})
+
+
+def add_checks(run_dir: Path, checks: dict) -> dict:
+    """Checks made on a run's files after the run (the controller's, once they are copied back) added to its
+    fidelity.json as the runner's own are (judge), the file replaced whole; returns the new report."""
+    fid = rundir.read_fidelity(run_dir)
+    reasons, warnings = list(fid.get("reasons", [])), list(fid.get("warnings", []))
+    judge(checks, reasons, warnings)
+    fid.update(valid=not reasons, reasons=reasons, warnings=warnings, checks={**fid.get("checks", {}), **checks})
+    tmp = run_dir / (rundir.FIDELITY + ".tmp")
+    tmp.write_text(json.dumps(fid, indent=2) + "\n")
+    os.replace(tmp, run_dir / rundir.FIDELITY)
+    return fid
