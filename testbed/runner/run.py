@@ -184,7 +184,7 @@ class Runner:
             traffic.stop_flood(ctx, t0)
         if ctx.cross is not None:
             longflows.stop_cross(ctx, stop_at)
-        last_packets = time.time() + 1.0     # a second for the last packets, the CPU record made within it
+        last_packets = time.time() + traffic.last_packets_s(ctx)     # the CPU record made within it
         cpu.record(ctx, sampler)
         time.sleep(max(0.0, last_packets - time.time()))
         traffic.stop_servers(ctx)

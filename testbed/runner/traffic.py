@@ -132,6 +132,7 @@ def _flow_client(ctx, h: str, when: list[str], **kw) -> subprocess.Popen:
 # second leaves room for a stall of the guest (docs/measurements.md, "Where a kept attempt's CPU goes").
 GO_LEAD_S = 0.5
 READY_TIMEOUT_S = 120.0
+LAST_PACKETS_MAX_S = 1.0     # last_packets_s's bound, and its wait where it cannot tell
 
 
 def awaits_go(ctx) -> bool:
@@ -208,6 +209,21 @@ def wait_clients(ctx, clients: dict, stop_at: float) -> None:
         if rc:
             log = f"wrk-{h}" if httpload.is_http(ctx.spec) else f"client-{h}"
             ctx.reasons.append(f"client on {h} exited with {rc} (see log/{log}.out)")
+
+
+def last_packets_s(ctx) -> float:
+    """How long the captures stay up after the clients end: the packets then in flight (the last segments, the
+    FINs and their ACKs) reach them within the longest probed round trip plus the drain of full queues both
+    ways at the bottleneck; twice that, and at most LAST_PACKETS_MAX_S (also where the topology has no single
+    bottleneck, the chain, or no RTT was probed)."""
+    rtts = [v.get("measured") for k, v in ctx.checks.items() if k.startswith("rtt_") and k.endswith("_ms")]
+    rtts = [r for r in rtts if isinstance(r, (int, float))]
+    topo = ctx.spec["topology"]
+    if not rtts or ctx.is_chain() or not topo.get("bottleneck_mbps"):
+        return LAST_PACKETS_MAX_S
+    queued = topo.get("buffer_pkts", 0) + topo.get("reverse_buffer_pkts", 0)
+    queue_ms = queued * topo.get("mtu", 1500) * 8 / (topo["bottleneck_mbps"] * 1e3)
+    return min(LAST_PACKETS_MAX_S, 2 * (max(rtts) + queue_ms) / 1e3)
 
 
 def start_reference(ctx, t0: float, stop_at: float) -> subprocess.Popen:

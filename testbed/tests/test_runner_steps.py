@@ -479,3 +479,19 @@ def test_a_client_or_server_that_never_comes_up_fails_the_run_naming_it(tmp_path
         assert time.time() - t < 5
     finally:
         processes.stop_many(list(ctx.procs.values()))
+
+
+def test_the_captures_outlast_the_clients_by_two_round_trips_and_full_queues_at_most_a_second():
+    """The last packets' wait: twice the longest probed RTT plus both bottleneck queues' drain (Table 1:
+    2 x (200 ms + 16 packets of 1500 B at 10 Mb/s) = 0.4384 s); 1 s for the chain, or without probed RTTs."""
+    def ctx(spec, rtts):
+        checks = {f"rtt_{p}_ms": {"configured": r, "measured": r, "ok": True} for p, r in rtts.items()}
+        checks["cpu_busy"] = {"measured": 0.5, "ok": True}
+        return RunContext(dir=Path("."), log=None, spec=spec, checks=checks)
+    spec = copy.deepcopy(SPEC)
+    spec["topology"].update(bottleneck_mbps=10, buffer_pkts=8, reverse_buffer_pkts=8, mtu=1500)
+    assert traffic.last_packets_s(ctx(spec, {"a1-b1": 4.9, "a3-b3": 200.0})) == pytest.approx(0.4384)
+    spec["topology"].update(bottleneck_mbps=1, buffer_pkts=83)
+    assert traffic.last_packets_s(ctx(spec, {"a3-b3": 200.0})) == traffic.LAST_PACKETS_MAX_S == 1.0
+    assert traffic.last_packets_s(ctx(spec, {})) == 1.0
+    assert traffic.last_packets_s(ctx(chain_spec(), {"a-b": 20.0})) == 1.0
