@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import ctypes
+import io
 import os
 import re
 import shlex
@@ -28,6 +29,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import tarfile
 import uuid
 from pathlib import Path
 
@@ -204,12 +206,15 @@ class Ssh:
         except subprocess.TimeoutExpired:
             return False
 
-    def capture(self, cmd: str, timeout: float | None = None) -> subprocess.CompletedProcess:
-        """Run cmd (through sudo for a non-root login), its output captured."""
+    def capture(self, cmd: str, timeout: float | None = None, input: bytes | None = None) -> subprocess.CompletedProcess:
+        """Run cmd (through sudo for a non-root login), its output captured as text; `input` is its stdin."""
         self._ready()
         # its own stdin: ssh leaves a shared one non-blocking when it dies mid-session (see favorvm's probe)
-        return subprocess.run(["ssh", *self.opts, self.dest, self.command(cmd)], capture_output=True,
-                              text=True, stdin=subprocess.DEVNULL, timeout=timeout, preexec_fn=die_with_parent())
+        argv = ["ssh", *self.opts, self.dest, self.command(cmd)]
+        p = subprocess.run(argv, capture_output=True, input=input, stdin=None if input is not None else subprocess.DEVNULL,
+                           timeout=timeout, preexec_fn=die_with_parent())
+        return subprocess.CompletedProcess(argv, p.returncode, p.stdout.decode(errors="replace"),
+                                           p.stderr.decode(errors="replace"))
 
     def run(self, cmd: str, stream=False) -> int:
         self._ready()
@@ -263,13 +268,14 @@ def disk_need_mib(spec: dict) -> int:
     return int(4 * pps * seconds * per_packet / 2**20) + DISK_MARGIN_MIB
 
 
-def make_run_folder(ssh: Ssh, where: str, need_mib: int) -> None:
-    """Make the attempt's folder `where` afresh on the host and check its disk, in one command (each command
-    over SSH is a session of its own, tenths of a second in a TCG guest): fail before the run, naming the
-    host, the space and the fix, when the disk cannot hold the run, as a run that fills the disk mid-way
-    loses its captures and says so only in a tcpdump error."""
+def make_run_folder(ssh: Ssh, where: str, need_mib: int, files: list[Path]) -> None:
+    """Make the attempt's folder `where` afresh on the host with `files` in it (the run's inputs) and check its
+    disk, in one command (each command over SSH is a session of its own, tenths of a second in a TCG guest):
+    fail before the run, naming the host, the space and the fix, when the disk cannot hold the run, as a run
+    that fills the disk mid-way loses its captures and says so only in a tcpdump error."""
     q = shlex.quote(where)
-    r = ssh.capture(f"rm -rf {q} && mkdir -p {q} && df -Pk {q}", timeout=120)
+    r = ssh.capture(f"rm -rf {q} && mkdir -p {q} && tar -x --no-same-owner -C {q} && df -Pk {q}", timeout=120,
+                    input=tar_of(files))
     if r.returncode:
         raise RemoteError(f"cannot create {where} on {ssh.dest} (is the host reachable and provisioned?): "
                           f"{r.stderr.strip()[-300:]}")
@@ -290,6 +296,15 @@ def check_captures(part: Path) -> None:
     (testbed.runner.captures.foreign_checks: here, not on the testbed, they take hundredths of a second)."""
     if (part / rundir.DONE).is_file() and (part / rundir.FIDELITY).is_file():
         fidelity.add_checks(part, captures.foreign_checks(part, rundir.read_json(part, rundir.HOSTS)))
+
+
+def tar_of(files: list[Path]) -> bytes:
+    """A tar of `files` under their own names (the run's inputs, tens of kB), for the host's tar to unpack."""
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w") as tar:
+        for f in files:
+            tar.add(f, arcname=f.name, recursive=False)
+    return buf.getvalue()
 
 
 def remote_dir(run_id: str) -> str:
@@ -317,10 +332,8 @@ def _execute(ssh: Ssh, run_dir: Path, part: Path, reuse_topology: bool = False) 
     remote = remote_dir(run_id)
     print(f"remote: {run_id} -> {ssh.dest}:{remote}", flush=True)
     phases = rundir.Phases()
-    phases.mark("connect and space check")
-    make_run_folder(ssh, remote, disk_need_mib(spec))
-    phases.mark("copy in")
-    ssh.rsync([f"{part}/{rundir.SPEC}", f"{part}/{rundir.SCHEDULE}"], ssh.at(f"{remote}/"))
+    phases.mark("connect, copy in and space check")
+    make_run_folder(ssh, remote, disk_need_mib(spec), [part / rundir.SPEC, part / rundir.SCHEDULE])
     # the runner takes the host's lock (waiting, and saying so, while another controller's run holds it)
     phases.mark(RUNNER_PHASE)
     reuse = " --reuse-topology" if reuse_topology else ""

@@ -102,7 +102,7 @@ def test_each_attempt_records_where_its_wall_time_went(tmp_path):
         (dest / "manifest.json").write_text(json.dumps({"phases_s": {"topology up": 4.0, "traffic and drain": 30.0,
                                                                       "teardown": 1.0},
                                                         "phases_work": {"topology up": {"cpu_s": 3.1, "forks": 40}}}))
-        (dest / "controller.json").write_text(json.dumps({"phases_s": {"connect and space check": 0.5, "runner": 36.0,
+        (dest / "controller.json").write_text(json.dumps({"phases_s": {"connect, copy in and space check": 0.5, "runner": 36.0,
                                                                         "copy back": 1.5}}))
         return 0
     run_dir, staging = tmp_path / "runs" / "r", tmp_path / "st"
@@ -110,7 +110,7 @@ def test_each_attempt_records_where_its_wall_time_went(tmp_path):
     run_step.assemble(staging, run_dir)
     first, second = json.loads((run_dir / "attempts.json").read_text())
     phases = first["phases_s"]
-    assert list(phases)[:5] == ["lease and bring-up", "connect and space check", "topology up", "traffic and drain",
+    assert list(phases)[:5] == ["lease and bring-up", "connect, copy in and space check", "topology up", "traffic and drain",
                                 "teardown"]
     assert phases["lease and bring-up"] == 2.5 and phases["runner start and exit"] == 1.0   # 36 - (4 + 30 + 1)
     # the stand-in takes a fraction of a second while its controller claims 38 s: never a negative remainder

@@ -1,7 +1,9 @@
 """Controller side: the .partial -> final rename, stale partials, failures leave no run directory."""
+import io
 import json
 import shutil
 import subprocess
+import tarfile
 from pathlib import Path
 
 import pytest
@@ -67,6 +69,7 @@ class FakeSsh(remote.Ssh):
         self.commands.append(cmd)
         if cmd.startswith("cd /opt/favorlab"):
             d = self.root / cmd.split("--run-dir ")[1].lstrip("/")
+            self.inputs = {f.name: f.read_text() for f in d.iterdir()}     # what the runner finds
             (d / "log").mkdir()
             (d / "log" / "runner.log").write_text("ran\n")
             if self.runner_ok:
@@ -84,12 +87,15 @@ class FakeSsh(remote.Ssh):
 
     free_kib = 50 * 2**20       # df's "Available" column of the fake host's disk
 
-    def capture(self, cmd, timeout=None):
+    def capture(self, cmd, timeout=None, input=None):
         self.commands.append(cmd)
-        if cmd.startswith("rm -rf"):            # the attempt's directory made and its disk read in one command
+        if cmd.startswith("rm -rf"):            # the attempt's directory made, its inputs unpacked, its disk read
             target = self.root / cmd.split()[2].lstrip("/")
             shutil.rmtree(target, ignore_errors=True)
             target.mkdir(parents=True)
+            assert " && tar -x --no-same-owner -C " in cmd
+            with tarfile.open(fileobj=io.BytesIO(input)) as tar:
+                tar.extractall(target)
             cmd = "df" + cmd.split(" && df")[1]
         assert cmd.startswith("df -Pk ")
         out = ("Filesystem     1024-blocks    Used Available Capacity Mounted on\n"
@@ -211,15 +217,16 @@ def test_disk_need_grows_with_rate_duration_and_snaplen():
 
 def test_the_controller_times_its_phases_into_the_run_directory(tmp_path):
     """The phases, each as few SSH sessions as it takes (each is tenths of a second in a TCG guest): the
-    attempt's directory and the disk check one command, the two inputs one copy."""
+    attempt's directory, its two inputs and the disk check one command; the copy back one rsync."""
     spec, sched = _inputs(tmp_path)
     run_dir = tmp_path / "runs" / "r1"
     ssh = FakeSsh(tmp_path / "host", runner_ok=True)
     remote.execute(ssh, run_dir, spec, sched)
     assert [c.split()[0] for c in ssh.commands] == ["rm", "cd", "rm"] and "mkdir -p" in ssh.commands[0]
-    assert [len(c) if isinstance(c, list) else 1 for c in ssh.copies] == [2, 1]
+    assert len(ssh.copies) == 1
+    assert ssh.inputs == {"run.json": spec.read_text(), "schedule.csv": sched.read_text()}
     phases = json.loads((run_dir / rundir.CONTROLLER).read_text())["phases_s"]
-    assert list(phases) == ["connect and space check", "copy in", remote.RUNNER_PHASE, "copy back", "host clean-up",
+    assert list(phases) == ["connect, copy in and space check", remote.RUNNER_PHASE, "copy back", "host clean-up",
                             "captures' foreign packets"]
     assert all(isinstance(s, float) and s >= 0 for s in phases.values())
 
