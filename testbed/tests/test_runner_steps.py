@@ -495,3 +495,15 @@ def test_the_captures_outlast_the_clients_by_two_round_trips_and_full_queues_at_
     assert traffic.last_packets_s(ctx(spec, {"a3-b3": 200.0})) == traffic.LAST_PACKETS_MAX_S == 1.0
     assert traffic.last_packets_s(ctx(spec, {})) == 1.0
     assert traffic.last_packets_s(ctx(chain_spec(), {"a-b": 20.0})) == 1.0
+
+
+def test_the_manifest_names_mininets_version_as_mininet_net_sets_it():
+    """Read from mininet/net.py's text, not by importing it: the same string."""
+    probe = ("import json, mininet.net; from testbed.runner import manifest; "
+             "print(json.dumps([manifest.mininet_version(), mininet.net.VERSION]))")
+    p = subprocess.run(["/usr/bin/python3", "-c", probe], cwd=REPO,
+                       capture_output=True, text=True)
+    if "No module named 'mininet'" in p.stderr:
+        pytest.skip("Debian's python3 cannot import mininet (apt-get install mininet)")
+    read, imported = json.loads(p.stdout)
+    assert read == imported and read
