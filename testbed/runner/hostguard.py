@@ -277,12 +277,19 @@ def remove_cgroup(path: Path, log) -> None:
     log(f"cgroup {path} still busy: left in place")
 
 
-def ip_links() -> list[dict]:
-    p = subprocess.run(["ip", "-j", "-d", "link", "show"], capture_output=True, text=True, timeout=60)
-    try:
-        return json.loads(p.stdout or "[]")
-    except ValueError:
-        return []
+def ip_links(sys_net: Path = Path("/sys/class/net")) -> list[dict]:
+    """This namespace's interfaces with what select_stale_links reads of `ip -j -d link show` (ifname, master,
+    linkinfo.info_kind for a bridge, the one kind it asks for), from sysfs: read twice before every run, an `ip` process each
+    time was tenths of a second in a TCG guest."""
+    links = []
+    for d in sorted(sys_net.iterdir()) if sys_net.is_dir() else []:
+        link = {"ifname": d.name}
+        if (d / "master").exists():
+            link["master"] = os.path.basename(os.readlink(d / "master"))
+        if (d / "bridge").is_dir():
+            link["linkinfo"] = {"info_kind": "bridge"}
+        links.append(link)
+    return links
 
 
 def remove_links(names: list[str], log) -> list[str]:

@@ -3,6 +3,7 @@ that brings only plain files: testbed/runner/hostguard.py, the runner's Log and 
 rsync and die_with_parent, without a network or a guest (test_runner_guard_guest.py has the runs)."""
 import json
 import os
+import shlex
 import signal
 import stat
 import subprocess
@@ -358,3 +359,22 @@ def test_stopping_several_processes_signals_them_all_before_waiting_for_any(tmp_
     quick = subprocess.Popen(["sleep", "60"], start_new_session=True)
     time.sleep(0.5)
     assert processes.stop_many([stubborn, quick], wait=1.0) == [-9, -15]
+
+
+def test_the_interfaces_read_from_sysfs_are_what_ip_link_says_of_them():
+    """hostguard.ip_links against `ip -j -d link show` in a network (and mount) namespace of the test's own,
+    holding a bridge with a veth port and the veth's other end: the same names, masters and bridge."""
+    if subprocess.run(["unshare", "-n", "-m", "true"], capture_output=True).returncode:
+        pytest.skip("cannot make namespaces here (needs root and unshare)")
+    probe = ("import json, subprocess; from testbed.runner import hostguard; "
+             "ip = json.loads(subprocess.run(['ip', '-j', '-d', 'link', 'show'], capture_output=True).stdout); "
+             "print(json.dumps([sorted((l['ifname'], l.get('master'), (l.get('linkinfo') or {}).get('info_kind') == 'bridge') "
+             "for l in links) for links in (hostguard.ip_links(), ip)]))")
+    script = ("mount -t sysfs sysfs /sys && ip link add sL type bridge && ip link add sL-a1 type veth peer name a1-eth0 "
+              f"&& ip link set sL-a1 master sL && {sys.executable} -c {shlex.quote(probe)}")
+    p = subprocess.run(["unshare", "-n", "-m", "sh", "-c", script], cwd=REPO, capture_output=True, text=True, timeout=60)
+    assert p.returncode == 0, p.stderr
+    read, said = json.loads(p.stdout)
+    assert read == said
+    assert ["sL", None, True] in read and ["sL-a1", "sL", False] in read and ["a1-eth0", None, False] in read
+    assert hostguard.select_stale_links(hostguard.ip_links(Path("/nonexistent"))) == []
