@@ -30,6 +30,7 @@ class RunContext:
     persistent: list | None = None                 # the persistent flows' iperf3 groups
     cross: list | None = None                      # the chain's cross flows' iperf3 groups
     kernel_log: Any = None                         # hoststate.KernelLog from before the traffic
+    host_reset: dict = field(default_factory=dict)  # a kept network's reset script per host (kept.adopt)
     nstat_before: dict = field(default_factory=dict)
     # favor's counters when the run starts and as its trace stops (favortrace.trace_counts_check)
     qdisc_before: dict = field(default_factory=dict)

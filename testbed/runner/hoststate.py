@@ -98,32 +98,35 @@ def proc_sys(key: str) -> str:
     return "/proc/sys/" + key.replace(".", "/")
 
 
-def tcp_host_script(tcp: dict, info: dict) -> str:
+def tcp_host_script(tcp: dict, info: dict, first: str = "") -> str:
     """One host's TCP profile as one shell script: the sysctls written, the routes with the initial window
     changed, and the values read back, in the order readback_keys lists them. The sysctls are written by
     the shell's own echo and read back by one cat (sysctl(8) does the same writes and reads of /proc/sys),
     and both routes are one `ip -batch`: each process started in a host costs about 0.1 s of a TCG guest's
     CPU, so the profile is three processes per host instead of five. The first step that fails ends the
-    script (set -e)."""
+    script (set -e). `first` runs before it, its output to stderr (stdout is the values)."""
     intf, subnet = info["intf"], info["ip"].rsplit(".", 1)[0] + ".0/24"
     routes = [["route", "change", subnet, "dev", intf, "proto", "kernel", "scope", "link", "src", info["ip"],
                *route_opts(tcp)],
               ["route", "change", "default", "via", info["gw"], "dev", intf, *route_opts(tcp)]]
     return "\n".join([
+        *([f"{{\n{first}\n}} >&2"] if first else []),
         "set -e",
         *(f"echo {shlex.quote(str(v))} > {proc_sys(k)}" for k, v in tcp_sysctls(tcp).items()),
         "ip -batch - <<'EOF'", *(shlex.join(r) for r in routes), "EOF",
         "cat " + " ".join(proc_sys(k) for k in readback_keys(tcp))])
 
 
-def apply_tcp(net, tcp: dict, hosts: dict, log) -> dict:
+def apply_tcp(net, tcp: dict, hosts: dict, log, first: dict | None = None) -> dict:
     """Set the profile in every host's namespace and read it back (as Flent's metadata does): returns the
     tcp_applied check, which fails when a host's value is not what run.json asked (a congestion control
-    the kernel could not load, say). The hosts are set at once: they are independent namespaces."""
+    the kernel could not load, say). The hosts are set at once: they are independent namespaces. `first`:
+    a shell script per host run before the profile in the same process (a kept network's reset, kept.adopt)."""
     keys = readback_keys(tcp)
 
     def one(h):
-        return h, dict(zip(keys, out(["sh", "-c", tcp_host_script(tcp, hosts[h])], net.get(h), check=True).splitlines()))
+        script = tcp_host_script(tcp, hosts[h], (first or {}).get(h, ""))
+        return h, dict(zip(keys, out(["sh", "-c", script], net.get(h), check=True).splitlines()))
     with ThreadPoolExecutor(max_workers=min(8, len(hosts)) or 1) as pool:
         applied = dict(pool.map(one, hosts))
     wrong = [f"{h} {k}={got.get(k)!r}" for h, got in applied.items() for k, v in tcp_sysctls(tcp).items()

@@ -236,7 +236,10 @@ def adopt(ctx, rec: dict) -> KeptNet:
     ctx.hostsj = topomod.hosts_json(ctx.spec["topology"])
     (ctx.dir / rundir.HOSTS).write_text(json.dumps(ctx.hostsj, indent=2) + "\n")
     ctx.net = net
-    tc.run_node_scripts(net, reset_jobs(topomod.qdisc_plan(ctx.spec["topology"], ctx.spec["aqm"]), net.nodes))
+    jobs = reset_jobs(topomod.qdisc_plan(ctx.spec["topology"], ctx.spec["aqm"]), ctx.hostsj["hosts"])
+    # each host's reset goes first in its TCP profile's script (hoststate.apply_tcp), one process less per host
+    ctx.host_reset = {h: tc.node_script(jobs.pop(h)) for h in ctx.hostsj["hosts"] if h in jobs}
+    tc.run_node_scripts(net, jobs)
     return net
 
 
@@ -246,17 +249,18 @@ def root_devs(cmds: list[list[str]]) -> list[str]:
             if c[:3] in (["tc", "qdisc", "replace"], ["tc", "qdisc", "add"]) and "root" in c]
 
 
-def reset_jobs(plan: dict, nodes) -> dict:
-    """run_node_scripts' jobs that make a kept network's state a fresh one's: per node, its TCP metrics
-    flushed, then every root qdisc of the plan deleted and made again (a replace of a qdisc of the same kind
-    would only change it, keeping its counters and, for htb, its classes). The neighbour tables stay (module
-    docstring)."""
-    jobs: dict = {n: [(["ip", "tcp_metrics", "flush", "all"], False, None)] for n in nodes}
+def reset_jobs(plan: dict, hosts) -> dict:
+    """run_node_scripts' jobs that make a kept network's state a fresh one's: every host's TCP metrics flushed,
+    then every root qdisc of the plan deleted and made again (a replace of a qdisc of the same kind would only
+    change it, keeping its counters and, for htb, its classes). The neighbour tables stay (module docstring).
+    The deletions are checked: the run that kept the network made every root of the same plan, so one that
+    fails finds the network changed, and the run fails before it measures anything (and builds afresh next)."""
+    jobs: dict = {h: [(["ip", "tcp_metrics", "flush", "all"], False, None)] for h in hosts}
     for node_name, items in plan.items():
         key = None if node_name == "root" else node_name
         # every root qdisc of the node deleted before any is made again (each on its own device): so the
-        # deletions, and the makings of one kind, are consecutive and run as one tc -batch (node_script)
-        jobs.setdefault(key, []).extend((["tc", "qdisc", "del", "dev", d, "root"], False, None)
+        # deletions and the makings of one kind are consecutive and run as one tc -batch (node_script)
+        jobs.setdefault(key, []).extend((["tc", "qdisc", "del", "dev", d, "root"], True, None)
                                         for cmds, _ in items for d in root_devs(cmds))
         jobs[key].extend((c, True, kind) for cmds, kind in items for c in cmds)
     return jobs

@@ -109,8 +109,8 @@ class Runner:
             if self.reuse and kept.unkeepable(ctx.spec) is None:
                 self.holders = kept.hold(ctx.net)
         ctx.manifest["kept_topology"] = kept.manifest_entry(self.adopted, self.reuse, ctx.spec)
-        ctx.phase("TCP profile")
-        ctx.checks.update(hoststate.apply_tcp(ctx.net, ctx.spec["tcp"], ctx.hostsj["hosts"], ctx.log))
+        ctx.phase("hosts' reset and TCP profile" if self.adopted else "TCP profile")
+        ctx.checks.update(hoststate.apply_tcp(ctx.net, ctx.spec["tcp"], ctx.hostsj["hosts"], ctx.log, ctx.host_reset))
         ctx.phase("initial RTO program")
         hoststate.attach_initial_rto(ctx)
 

@@ -69,7 +69,7 @@ def test_a_kept_network_serves_the_next_run_from_zero_and_a_run_without_the_opti
     assert records[0]["holders"] == records[1]["holders"] and records[1]["runs"] == 2
     # the second run: no build, no probes, its own bottleneck qdisc, every counter from zero
     assert "topology up" not in m2["phases_s"] and "probes" not in m2["phases_s"]
-    assert "kept topology reset" in m2["phases_s"]
+    assert "kept topology reset" in m2["phases_s"] and "hosts' reset and TCP profile" in m2["phases_s"]
     before = json.loads((d2 / "qdisc/before.json").read_text())
     pfifo = [q for q in before["rl"] if q.get("dev") == "rl-eth1" and q.get("kind") == "pfifo"]
     assert pfifo and pfifo[0]["options"]["limit"] == 20

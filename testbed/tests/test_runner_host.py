@@ -13,6 +13,7 @@ import pytest
 
 from contract.tests.examples import SPEC
 from testbed.runner import bpf, cpu, hoststate, processes
+from topologies import tc
 
 
 REPO = Path(__file__).resolve().parents[2]
@@ -242,6 +243,24 @@ def test_a_hosts_tcp_profile_sets_every_sysctl_and_route_and_reads_them_back_in_
                           f"{shlex.quote(hoststate.tcp_host_script(dict(tcp, congestion_control='nosuchcc'), info))}"],
                          capture_output=True, text=True, timeout=60)
     assert bad.returncode != 0 and not bad.stdout.strip(), (bad.stdout, bad.stderr)
+    # a kept network's reset of the host first, in the same shell: its output kept off the values, and a reset
+    # that fails ends the script before the profile
+    reset = tc.node_script([(["ip", "tcp_metrics", "flush", "all"], False, None),
+                            (["tc", "qdisc", "replace", "dev", "a1-eth0", "root", "pfifo", "limit", "7"], True, None),
+                            (["echo", "noise"], True, None),
+                            (["tc", "qdisc", "del", "dev", "a1-eth0", "root"], True, None),
+                            (["tc", "qdisc", "add", "dev", "a1-eth0", "root", "pfifo", "limit", "9"], True, None)])
+    kept = subprocess.run(["unshare", "-n", "sh", "-c", f"{setup} && sh -c {shlex.quote(hoststate.tcp_host_script(tcp, info, reset))}"
+                           " && echo == && tc qdisc show dev a1-eth0"], capture_output=True, text=True, timeout=60)
+    assert kept.returncode == 0, kept.stderr
+    values, _, qdisc = kept.stdout.partition("==\n")
+    assert dict(zip(hoststate.readback_keys(tcp), values.splitlines())) == got and "noise" in kept.stderr
+    assert "pfifo" in qdisc and "limit 9" in qdisc, qdisc
+    broken = tc.node_script([(["tc", "qdisc", "del", "dev", "a1-eth0", "root"], True, None)])    # none to delete
+    bad = subprocess.run(["unshare", "-n", "sh", "-c", f"{setup} && sh -c {shlex.quote(hoststate.tcp_host_script(tcp, info, broken))}"
+                          " ; cat /proc/sys/net/ipv4/tcp_sack"], capture_output=True, text=True, timeout=60)
+    assert hoststate.tcp_sysctls(tcp)["net.ipv4.tcp_sack"] == 0
+    assert "failed: tc qdisc del dev a1-eth0 root" in bad.stderr and bad.stdout.split() == ["1"], (bad.stdout, bad.stderr)
 
 
 def test_the_state_before_and_after_reads_every_router_at_once_and_each_hosts_counters(monkeypatch, tmp_path):
