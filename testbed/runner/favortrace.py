@@ -2,6 +2,7 @@
 the traffic and stopped after it, and the checks that it is complete and agrees with the queue's counters."""
 from __future__ import annotations
 
+import os
 import re
 import signal
 import subprocess
@@ -111,15 +112,27 @@ def start(ctx) -> None:
 
 
 def stop(ctx) -> None:
+    """Signal the recorder to stop, not waiting: it reads the kernel's buffer out (seconds in a TCG guest)
+    while the run reads its state after the traffic and its checks; wait_stopped waits for it then."""
     if "trace" not in ctx.procs:
         return
     # the queue's counters as the recorder stops: its trace must hold every decision up to here
     # (trace_counts_check); what passes later (a lingering FIN while the trace is parsed) only after.json has
     ctx.qdisc_at_trace_stop = qdisc_stats(ctx.net, ctx.routers())
     ctx.write_json("qdisc/trace-stop.json", ctx.qdisc_at_trace_stop)
-    # the recorder reads the kernel's buffer out after the signal (outside the measured window): give it time
+    try:
+        os.killpg(ctx.procs["trace"].pid, signal.SIGINT)
+    except ProcessLookupError:
+        pass
+
+
+def wait_stopped(ctx, qdisc_after: dict) -> dict:
+    """Wait for the recorder stop() signalled to have written its trace (outside the measured window: give it
+    time); its favor_trace check and counts_check (nothing when the run was not traced)."""
+    if "trace" not in ctx.procs:
+        return {}
     processes.stop(ctx.procs.pop("trace"), signal.SIGINT, wait=TRACE_PARSE_WAIT_S)
-    ctx.checks["favor_trace"] = trace_check(ctx.dir / rundir.FAVOR_TRACE)
+    return {"favor_trace": trace_check(ctx.dir / rundir.FAVOR_TRACE), **counts_check(ctx, qdisc_after)}
 
 
 def counts_check(ctx, qdisc_after: dict) -> dict:

@@ -5,13 +5,14 @@ import csv
 import json
 import shutil
 import subprocess
+import textwrap
 import sys
 import time
 from pathlib import Path
 
 import pytest
 
-from contract import spec as specmod
+from contract import rundir, spec as specmod
 from contract.tests.examples import SPEC, chain_spec
 from testbed.runner import captures, cpu, favortrace, fidelity, longflows, network, probes, processes, traffic
 from testbed.runner.context import RunContext
@@ -507,3 +508,42 @@ def test_the_manifest_names_mininets_version_as_mininet_net_sets_it():
         pytest.skip("Debian's python3 cannot import mininet (apt-get install mininet)")
     read, imported = json.loads(p.stdout)
     assert read == imported and read
+
+
+def test_the_trace_recorder_reads_its_buffer_out_while_the_run_reads_its_state_after(tmp_path, monkeypatch):
+    """favortrace.stop signals the recorder and returns at once, the queue's counters at that moment written;
+    wait_stopped waits for the trace to be written and checks it against the counters after."""
+    trace = tmp_path / rundir.FAVOR_TRACE
+    rec = textwrap.dedent(f"""\
+        import signal, time
+        def stop(*_):
+            time.sleep(1.0)                    # the kernel's buffer read out
+            open({str(trace)!r}, "w").write("# favor_trace raw offset=0.0\\n"
+                "  x-0 [001] 1.0: favor_enqueue: dev=rl-eth1 verdict=favored qlen=1\\n# lost_events=0\\n")
+            raise SystemExit(0)
+        signal.signal(signal.SIGINT, stop)
+        print("ready", flush=True)
+        time.sleep(60)
+        """)
+    p = subprocess.Popen([sys.executable, "-c", rec], stdout=subprocess.PIPE, text=True, start_new_session=True)
+    assert p.stdout.readline() == "ready\n"
+
+    def stats(favored):
+        return {"rl": [{"kind": "favor", "dev": "rl-eth1", "favored": favored, "standard": 0, "pushouts": 0,
+                        "drop_favored": 0, "drop_standard": 0}]}
+    monkeypatch.setattr(favortrace, "qdisc_stats", lambda net, routers: stats(1))
+    ctx = _ctx(tmp_path)
+    ctx.hostsj, ctx.qdisc_before, ctx.procs["trace"] = {"bottleneck": {"node": "rl", "intf": "rl-eth1"}}, stats(0), p
+    try:
+        t = time.monotonic()
+        favortrace.stop(ctx)
+        assert time.monotonic() - t < 0.5 and p.poll() is None and not trace.exists()
+        assert json.loads((tmp_path / "qdisc/trace-stop.json").read_text()) == stats(1)
+        checks = favortrace.wait_stopped(ctx, stats(1))
+    finally:
+        p.kill()
+        p.wait()
+    assert p.returncode == 0 and "trace" not in ctx.procs
+    assert checks["favor_trace"]["ok"] and checks["favor_trace_counts"]["ok"], checks
+    assert checks["favor_trace_counts"]["measured"]["favored"] == 1
+    assert favortrace.wait_stopped(ctx, stats(1)) == {}       # not traced: nothing to wait for
