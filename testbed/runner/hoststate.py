@@ -99,21 +99,24 @@ def proc_sys(key: str) -> str:
 
 
 def tcp_host_script(tcp: dict, info: dict, first: str = "") -> str:
-    """One host's TCP profile as one shell script: the sysctls written, the routes with the initial window
-    changed, and the values read back, in the order readback_keys lists them. The sysctls are written by
-    the shell's own echo and read back by one cat (sysctl(8) does the same writes and reads of /proc/sys),
-    and both routes are one `ip -batch`: each process started in a host costs about 0.1 s of a TCG guest's
-    CPU, so the profile is three processes per host instead of five. The first step that fails ends the
-    script (set -e). `first` runs before it, its output to stderr (stdout is the values)."""
+    """One host's TCP profile as one shell script: the sysctls written, the TCP metrics the host cached
+    flushed (a kept network's last run leaves them, a fresh network has none), the routes with the initial
+    window changed, and the values read back by one cat, in the order readback_keys lists them: the shell's
+    echo writes /proc/sys as sysctl(8) would and one `ip -batch` flushes and changes both routes, since each
+    process started in a host costs about 0.1 s of a TCG guest's CPU. The first step that fails ends the
+    script (set -e). `first` runs before it, its output to stderr (stdout is the
+    values)."""
     intf, subnet = info["intf"], info["ip"].rsplit(".", 1)[0] + ".0/24"
-    routes = [["route", "change", subnet, "dev", intf, "proto", "kernel", "scope", "link", "src", info["ip"],
-               *route_opts(tcp)],
-              ["route", "change", "default", "via", info["gw"], "dev", intf, *route_opts(tcp)]]
+    lines = [["tcp_metrics", "flush", "all"],
+             ["route", "change", subnet, "dev", intf, "proto", "kernel", "scope", "link", "src", info["ip"],
+              *route_opts(tcp)],
+             ["route", "change", "default", "via", info["gw"], "dev", intf, *route_opts(tcp)]]
     return "\n".join([
         *([f"{{\n{first}\n}} >&2"] if first else []),
         "set -e",
         *(f"echo {shlex.quote(str(v))} > {proc_sys(k)}" for k, v in tcp_sysctls(tcp).items()),
-        "ip -batch - <<'EOF'", *(shlex.join(r) for r in routes), "EOF",
+        "ip -batch - <<'EOF'", *(shlex.join(r) for r in lines), "EOF",
+        # cat, not the shell's read: read takes a byte at a time, and a sysctl read from an offset past 0 is empty
         "cat " + " ".join(proc_sys(k) for k in readback_keys(tcp))])
 
 

@@ -10,10 +10,10 @@ the same process, every root-namespace interface there); otherwise it is taken d
 adopting run makes the network as a fresh one would meet the run:
 - every qdisc of the topology's plan is deleted and made again (the AQM of this run at the bottleneck and
   the reverse path, the hosts' shapers and the bridge ports' delay lines), so every counter starts at zero;
-- every namespace's TCP metrics are flushed (what a connection of the last run left for the next one's
-  initial RTT and window); the neighbour tables stay: their entries (STALE after the idle between runs) send
-  the first packet at once, as the REACHABLE or STALE ones a fresh network's probes leave do, so neither
-  network's first SYN waits for ARP;
+- every host's TCP metrics are flushed (what a connection of the last run left for the next one's initial
+  RTT and window), as every run's TCP profile does; the neighbour tables stay: their entries (STALE after the
+  pause between runs) send the first packet at once, as the REACHABLE or STALE ones a fresh network's probes
+  leave do, so neither network's first SYN waits for ARP;
 - no socket may be left but TIME-WAIT ones (which a fresh namespace would not have: they are closed with
   `ss -K` where the kernel allows it, and counted in the manifest otherwise).
 Its probes are those of the building run, recorded in fidelity.json as such (probed_by).
@@ -236,7 +236,7 @@ def adopt(ctx, rec: dict) -> KeptNet:
     ctx.hostsj = topomod.hosts_json(ctx.spec["topology"])
     (ctx.dir / rundir.HOSTS).write_text(json.dumps(ctx.hostsj, indent=2) + "\n")
     ctx.net = net
-    jobs = reset_jobs(topomod.qdisc_plan(ctx.spec["topology"], ctx.spec["aqm"]), ctx.hostsj["hosts"])
+    jobs = reset_jobs(topomod.qdisc_plan(ctx.spec["topology"], ctx.spec["aqm"]))
     # each host's reset goes first in its TCP profile's script (hoststate.apply_tcp), one process less per host
     ctx.host_reset = {h: tc.node_script(jobs.pop(h)) for h in ctx.hostsj["hosts"] if h in jobs}
     tc.run_node_scripts(net, jobs)
@@ -249,13 +249,13 @@ def root_devs(cmds: list[list[str]]) -> list[str]:
             if c[:3] in (["tc", "qdisc", "replace"], ["tc", "qdisc", "add"]) and "root" in c]
 
 
-def reset_jobs(plan: dict, hosts) -> dict:
-    """run_node_scripts' jobs that make a kept network's state a fresh one's: every host's TCP metrics flushed,
-    then every root qdisc of the plan deleted and made again (a replace of a qdisc of the same kind would only
-    change it, keeping its counters and, for htb, its classes). The neighbour tables stay (module docstring).
-    The deletions are checked: the run that kept the network made every root of the same plan, so one that
+def reset_jobs(plan: dict) -> dict:
+    """run_node_scripts' jobs that make a kept network's qdiscs a fresh one's: every root qdisc of the plan
+    deleted and made again (a replace of a qdisc of the same kind would only change it, keeping its counters
+    and, for htb, its classes). The hosts' TCP metrics are flushed by their TCP profile
+    (hoststate.tcp_host_script); the neighbour tables stay (module docstring). The deletions are checked: the run that kept the network made every root of the same plan, so one that
     fails finds the network changed, and the run fails before it measures anything (and builds afresh next)."""
-    jobs: dict = {h: [(["ip", "tcp_metrics", "flush", "all"], False, None)] for h in hosts}
+    jobs: dict = {}
     for node_name, items in plan.items():
         key = None if node_name == "root" else node_name
         # every root qdisc of the node deleted before any is made again (each on its own device): so the

@@ -6,6 +6,7 @@ import shutil
 import shlex
 import struct
 import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -244,16 +245,22 @@ def test_a_hosts_tcp_profile_sets_every_sysctl_and_route_and_reads_them_back_in_
                          capture_output=True, text=True, timeout=60)
     assert bad.returncode != 0 and not bad.stdout.strip(), (bad.stdout, bad.stderr)
     # a kept network's reset of the host first, in the same shell: its output kept off the values, and a reset
-    # that fails ends the script before the profile
-    reset = tc.node_script([(["ip", "tcp_metrics", "flush", "all"], False, None),
-                            (["tc", "qdisc", "replace", "dev", "a1-eth0", "root", "pfifo", "limit", "7"], True, None),
+    # that fails ends the script before the profile; the TCP metrics a connection before it cached are flushed
+    reset = tc.node_script([(["tc", "qdisc", "replace", "dev", "a1-eth0", "root", "pfifo", "limit", "7"], True, None),
                             (["echo", "noise"], True, None),
                             (["tc", "qdisc", "del", "dev", "a1-eth0", "root"], True, None),
                             (["tc", "qdisc", "add", "dev", "a1-eth0", "root", "pfifo", "limit", "9"], True, None)])
-    kept = subprocess.run(["unshare", "-n", "sh", "-c", f"{setup} && sh -c {shlex.quote(hoststate.tcp_host_script(tcp, info, reset))}"
-                           " && echo == && tc qdisc show dev a1-eth0"], capture_output=True, text=True, timeout=60)
+    connection = ("import socket; s = socket.socket(); s.bind(('10.0.1.1', 5000)); s.listen(); "
+                  "c = socket.create_connection(('10.0.1.1', 5000)); a, _ = s.accept(); c.sendall(b'x' * 100000); "
+                  "a.recv(100000); c.close(); a.close()")
+    kept = subprocess.run(["unshare", "-n", "sh", "-c", f"{setup} && ip link set lo up && {sys.executable} -c "
+                           f"{shlex.quote(connection)} && sleep 0.2 && ip tcp_metrics show && echo == && "
+                           f"sh -c {shlex.quote(hoststate.tcp_host_script(tcp, info, reset))}"
+                           " && echo == && tc qdisc show dev a1-eth0 && echo == && ip tcp_metrics show"],
+                          capture_output=True, text=True, timeout=60)
     assert kept.returncode == 0, kept.stderr
-    values, _, qdisc = kept.stdout.partition("==\n")
+    cached, values, qdisc, left = kept.stdout.split("==\n")
+    assert cached.startswith("10.0.1.1 ") and not left.strip(), (cached, left)
     assert dict(zip(hoststate.readback_keys(tcp), values.splitlines())) == got and "noise" in kept.stderr
     assert "pfifo" in qdisc and "limit 9" in qdisc, qdisc
     broken = tc.node_script([(["tc", "qdisc", "del", "dev", "a1-eth0", "root"], True, None)])    # none to delete
