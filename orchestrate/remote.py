@@ -206,7 +206,8 @@ class Ssh:
         except subprocess.TimeoutExpired:
             return False
 
-    def capture(self, cmd: str, timeout: float | None = None, input: bytes | None = None) -> subprocess.CompletedProcess:
+    def capture(self, cmd: str, timeout: float | None = None,
+                input: bytes | None = None) -> subprocess.CompletedProcess:
         """Run cmd (through sudo for a non-root login), its output captured as text; `input` is its stdin."""
         self._ready()
         # its own stdin: ssh leaves a shared one non-blocking when it dies mid-session (see favorvm's probe)

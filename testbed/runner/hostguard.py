@@ -279,8 +279,8 @@ def remove_cgroup(path: Path, log) -> None:
 
 def ip_links(sys_net: Path = Path("/sys/class/net")) -> list[dict]:
     """This namespace's interfaces with what select_stale_links reads of `ip -j -d link show` (ifname, master,
-    linkinfo.info_kind for a bridge, the one kind it asks for), from sysfs: read twice before every run, an `ip` process each
-    time was tenths of a second in a TCG guest."""
+    linkinfo.info_kind for a bridge, the one kind it asks for), from sysfs: read twice before every run, an
+    `ip` process each time was tenths of a second in a TCG guest."""
     links = []
     for d in sorted(sys_net.iterdir()) if sys_net.is_dir() else []:
         link = {"ifname": d.name}

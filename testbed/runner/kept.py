@@ -237,7 +237,7 @@ def adopt(ctx, rec: dict) -> KeptNet:
     (ctx.dir / rundir.HOSTS).write_text(json.dumps(ctx.hostsj, indent=2) + "\n")
     ctx.net = net
     jobs = reset_jobs(topomod.qdisc_plan(ctx.spec["topology"], ctx.spec["aqm"]))
-    # each host's reset goes first in its TCP profile's script (hoststate.apply_tcp), one process less per host
+    # each host's reset goes first in its TCP profile's script (hoststate.apply_tcp): one shell per host, not two
     ctx.host_reset = {h: tc.node_script(jobs.pop(h)) for h in ctx.hostsj["hosts"] if h in jobs}
     tc.run_node_scripts(net, jobs)
     return net
@@ -253,8 +253,9 @@ def reset_jobs(plan: dict) -> dict:
     """run_node_scripts' jobs that make a kept network's qdiscs a fresh one's: every root qdisc of the plan
     deleted and made again (a replace of a qdisc of the same kind would only change it, keeping its counters
     and, for htb, its classes). The hosts' TCP metrics are flushed by their TCP profile
-    (hoststate.tcp_host_script); the neighbour tables stay (module docstring). The deletions are checked: the run that kept the network made every root of the same plan, so one that
-    fails finds the network changed, and the run fails before it measures anything (and builds afresh next)."""
+    (hoststate.tcp_host_script); the neighbour tables stay (module docstring). The deletions are checked: the
+    run that kept the network made every root of the same plan, so one that fails finds the network changed,
+    and the run fails before it measures anything (and the next builds afresh)."""
     jobs: dict = {}
     for node_name, items in plan.items():
         key = None if node_name == "root" else node_name
