@@ -212,8 +212,9 @@ class Ssh:
         self._ready()
         # its own stdin: ssh leaves a shared one non-blocking when it dies mid-session (see favorvm's probe)
         argv = ["ssh", *self.opts, self.dest, self.command(cmd)]
-        p = subprocess.run(argv, capture_output=True, input=input, stdin=None if input is not None else subprocess.DEVNULL,
-                           timeout=timeout, preexec_fn=die_with_parent())
+        p = subprocess.run(argv, capture_output=True, input=input,
+                           stdin=None if input is not None else subprocess.DEVNULL, timeout=timeout,
+                           preexec_fn=die_with_parent())
         return subprocess.CompletedProcess(argv, p.returncode, p.stdout.decode(errors="replace"),
                                            p.stderr.decode(errors="replace"))
 
@@ -292,6 +293,15 @@ def make_run_folder(ssh: Ssh, where: str, need_mib: int, files: list[Path]) -> N
                           f"more (the local guest: image_size in testbed/vm/guest.conf)")
 
 
+def need_capture_reader() -> None:
+    """check_captures reads the captures with tcpdump: without it the attempt would fail after its run, so
+    fail before it, naming the fix."""
+    if not shutil.which("tcpdump"):
+        raise RemoteError("tcpdump is not on this controller's PATH: the controller reads each run's captures for "
+                          "packets that are not the experiment's once they are copied back. Fix: apt-get install "
+                          "tcpdump (./favorlab's bootstrap installs it)")
+
+
 def check_captures(part: Path) -> None:
     """The foreign_traffic checks of a complete run's captures, added to its fidelity.json
     (testbed.runner.captures.foreign_checks: here, not on the testbed, they take hundredths of a second)."""
@@ -331,6 +341,7 @@ def _execute(ssh: Ssh, run_dir: Path, part: Path, reuse_topology: bool = False) 
     spec = rundir.read_spec(part)
     run_id = spec.get("run_id") or run_dir.name
     remote = remote_dir(run_id)
+    need_capture_reader()
     print(f"remote: {run_id} -> {ssh.dest}:{remote}", flush=True)
     phases = rundir.Phases()
     phases.mark("connect, copy in and space check")

@@ -287,6 +287,16 @@ def test_the_controller_adds_the_foreign_packet_checks_of_the_copied_captures(tm
     assert fid["checks"]["foreign_traffic_elsewhere"]["measured"] == 0
 
 
+def test_a_controller_without_tcpdump_is_refused_before_the_run(tmp_path, monkeypatch):
+    """The captures are read on the controller after the run: without tcpdump it fails before, naming the fix."""
+    monkeypatch.setattr(remote.shutil, "which", lambda name: None)
+    spec, sched = _inputs(tmp_path)
+    ssh = FakeSsh(tmp_path / "host", runner_ok=True)
+    with pytest.raises(remote.RemoteError, match="apt-get install tcpdump"):
+        remote.execute(ssh, tmp_path / "runs" / "r1", spec, sched)
+    assert ssh.commands == [] and ssh.copies == []
+
+
 def test_ssh_shares_one_connection_per_host_but_checks_liveness_on_a_fresh_one(tmp_path):
     """Every ssh and rsync of the attempts rides on one master connection (ControlMaster, a private socket
     directory); the liveness check opens its own, so a dead host's stale master cannot answer for it."""

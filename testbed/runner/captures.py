@@ -110,8 +110,11 @@ def foreign_checks(run_dir: Path, hostsj: dict) -> dict:
     again costs seconds of each run in a TCG guest (a 40 s run's bottleneck capture alone 1.6-3.3 s) and a
     few hundredths on the controller, and the captures stay as they were written."""
     own = own_addresses(hostsj)
-    pcaps = {name: run_dir / "pcap" / f"{name}.pcap" for name in capture_points(hostsj)}
-    pcaps = {name: p for name, p in pcaps.items() if p.exists()}
+    # the names come from the run's hosts.json, written on a host the controller need not trust: a plain file
+    # name each, so that no capture is read from outside the run's pcap folder
+    pcaps = {name: run_dir / "pcap" / f"{name}.pcap" for name in capture_points(hostsj)
+             if re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9_.-]*", name)}
+    pcaps = {name: p for name, p in pcaps.items() if p.is_file()}
     with ThreadPoolExecutor(max_workers=os.cpu_count() or 1) as pool:
         foreign = dict(zip(pcaps, pool.map(lambda p: foreign_packets(p, own), pcaps.values())))
     checks = {}

@@ -104,8 +104,7 @@ def tcp_host_script(tcp: dict, info: dict, first: str = "") -> str:
     window changed, and the values read back by one cat, in the order readback_keys lists them: the shell's
     echo writes /proc/sys as sysctl(8) would and one `ip -batch` flushes and changes both routes, since each
     process started in a host costs about 0.1 s of a TCG guest's CPU. The first step that fails ends the
-    script (set -e). `first` runs before it, its output to stderr (stdout is the
-    values)."""
+    script (set -e). `first` runs before it, its output to stderr (stdout is the values)."""
     intf, subnet = info["intf"], info["ip"].rsplit(".", 1)[0] + ".0/24"
     lines = [["tcp_metrics", "flush", "all"],
              ["route", "change", subnet, "dev", intf, "proto", "kernel", "scope", "link", "src", info["ip"],

@@ -130,6 +130,25 @@ def test_foreign_packets_in_a_capture_are_counted_and_shown(tmp_path):
     assert captures.foreign_packets(f, own) == (0, [])
 
 
+def test_the_foreign_packet_checks_read_only_captures_inside_the_runs_pcap_folder(tmp_path):
+    """hosts.json comes from a testbed the controller need not trust: a capture point named as a path is not
+    read (here a file beside pcap/ full of foreign packets), the plain names are."""
+    if not shutil.which("tcpdump"):
+        pytest.skip("tcpdump not installed (apt-get install tcpdump); the controller's check needs it")
+    from scapy.all import IP, TCP, Ether, wrpcap
+    hostsj = {"hosts": {"a1": {"ip": "10.1.0.1", "gw": "10.1.0.254"}, "b1": {"ip": "10.2.0.1", "gw": "10.2.0.254"}},
+              "capture_points": {"bneck-in": {"node": "rl", "intf": "rl-eth0"},
+                                 "../outside": {"node": "rl", "intf": "rl-eth1"}}}
+    (tmp_path / "pcap").mkdir()
+    wrpcap(str(tmp_path / "pcap" / "bneck-in.pcap"), [Ether() / IP(src="10.1.0.1", dst="10.2.0.1") / TCP()])
+    wrpcap(str(tmp_path / "outside.pcap"), [Ether() / IP(src="10.9.9.9", dst="10.2.0.1") / TCP()] * 3)
+    checks = captures.foreign_checks(tmp_path, hostsj)
+    assert checks["foreign_traffic_bottleneck"] == {
+        "configured": "only packets between the experiment's addresses (10.1.0.1, 10.1.0.254, 10.2.0.1, 10.2.0.254)",
+        "measured": 0, "ok": True}
+    assert checks["foreign_traffic_elsewhere"]["measured"] == 0
+
+
 def test_synflood_routes_capture_filter_and_rate_check(tmp_path):
     """The synflood axis: the spoofed prefix routed so the backscatter crosses the reverse bottleneck and
     ends at the attacker; every capture leaves the flood out; a flood short of its rate makes the run invalid."""
