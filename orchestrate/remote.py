@@ -212,9 +212,10 @@ class Ssh:
         self._ready()
         # its own stdin: ssh leaves a shared one non-blocking when it dies mid-session (see favorvm's probe)
         argv = ["ssh", *self.opts, self.dest, self.command(cmd)]
-        p = subprocess.run(argv, capture_output=True, input=input,
-                           stdin=None if input is not None else subprocess.DEVNULL, timeout=timeout,
-                           preexec_fn=die_with_parent())
+        if input is None:
+            return subprocess.run(argv, capture_output=True, text=True, stdin=subprocess.DEVNULL, timeout=timeout,
+                                  preexec_fn=die_with_parent())
+        p = subprocess.run(argv, capture_output=True, input=input, timeout=timeout, preexec_fn=die_with_parent())
         return subprocess.CompletedProcess(argv, p.returncode, p.stdout.decode(errors="replace"),
                                            p.stderr.decode(errors="replace"))
 
