@@ -307,7 +307,8 @@ def check_captures(part: Path) -> None:
     """The foreign_traffic checks of a complete run's captures, added to its fidelity.json
     (testbed.runner.captures.foreign_checks: here, not on the testbed, they take hundredths of a second)."""
     if (part / rundir.DONE).is_file() and (part / rundir.FIDELITY).is_file():
-        fidelity.add_checks(part, captures.foreign_checks(part, rundir.read_json(part, rundir.HOSTS)))
+        checks = captures.foreign_checks(part, rundir.read_json(part, rundir.HOSTS))
+        atomic.write_json(part / rundir.FIDELITY, fidelity.with_checks(rundir.read_fidelity(part), checks), indent=2)
 
 
 def tar_of(files: list[Path]) -> bytes:

@@ -2,8 +2,6 @@
 the SYN flood's rate, the workload's own checks), and the verdict over all of them."""
 from __future__ import annotations
 
-import json
-import os
 from pathlib import Path
 
 from contract import rundir
@@ -93,14 +91,10 @@ def write_report(ctx) -> None:
                                      "warnings": warnings, "checks": ctx.checks})
 
 
-def add_checks(run_dir: Path, checks: dict) -> dict:
-    """Checks made on a run's files after the run (the controller's, once they are copied back) added to its
-    fidelity.json as the runner's own are (judge), the file replaced whole; returns the new report."""
-    fid = rundir.read_fidelity(run_dir)
-    reasons, warnings = list(fid.get("reasons", [])), list(fid.get("warnings", []))
+def with_checks(report: dict, checks: dict) -> dict:
+    """A fidelity report with checks made after the run (the controller's, on its copied-back files) added and
+    judged as the runner's own are (judge)."""
+    reasons, warnings = list(report.get("reasons", [])), list(report.get("warnings", []))
     judge(checks, reasons, warnings)
-    fid.update(valid=not reasons, reasons=reasons, warnings=warnings, checks={**fid.get("checks", {}), **checks})
-    tmp = run_dir / (rundir.FIDELITY + ".tmp")
-    tmp.write_text(json.dumps(fid, indent=2) + "\n")
-    os.replace(tmp, run_dir / rundir.FIDELITY)
-    return fid
+    return dict(report, valid=not reasons, reasons=reasons, warnings=warnings,
+                checks={**report.get("checks", {}), **checks})
